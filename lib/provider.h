@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * provider.h - the transport-provider interface of libcoopmpi.
+ *
+ * A provider moves 64-byte control messages between ranks, exposes memory
+ * regions of this process to peers, copies to/from a peer's region, and
+ * gives access to the per-node load counters.  The protocol engine talks
+ * only to this interface; it never knows whether the kernel driver
+ * (kmod), the user-space fallback (shm: shared-memory rings +
+ * process_vm_readv/writev) or verbs carries the bytes.
+ *
+ * Both intra-node providers use the ring and counters layouts of
+ * include/coopmpi_uapi.h, implemented once in ring.c / counters access.
+ *
+ * Return values: 0 or a positive count on success, a negative errno on
+ * failure (-EAGAIN: try again later, -EPIPE/-ESRCH: peer gone).
+ */
+#ifndef COOP_PROVIDER_H
+#define COOP_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "coopmpi_uapi.h"
+
+struct coop_provider;
+
+/* Remote key of a registered region: fits in a control message. */
+struct coop_rkey {
+	uint64_t cookie;	/* kmod: driver cookie; shm: remote address */
+	uint64_t length;
+};
+
+enum coop_copy_dir {
+	COOP_COPY_FROM_PEER,	/* peer region -> local memory (RGET side) */
+	COOP_COPY_TO_PEER,	/* local memory -> peer region (RPUT side) */
+};
+
+/* Largest endpoint address blob a provider produces. */
+#define COOP_ADDR_MAX 128
+
+struct coop_provider_ops {
+	const char *name;
+
+	/* Create the local endpoint; job_key names the node-local domain. */
+	int (*open)(struct coop_provider *p, uint64_t job_key, int rank,
+		    int nranks);
+	/* Opaque address blob of the local endpoint (<= COOP_ADDR_MAX). */
+	int (*address)(struct coop_provider *p, void *blob, size_t *len);
+	/* Make peer rank reachable from its blob. */
+	int (*connect)(struct coop_provider *p, int rank, const void *blob,
+		       size_t len);
+	void (*close)(struct coop_provider *p);
+
+	/* Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair). */
+	int (*send_msg)(struct coop_provider *p, int peer, const void *msg);
+	/* Dequeue one message into msg: 1 got one, 0 empty. */
+	int (*poll_msg)(struct coop_provider *p, void *msg);
+	/* Sleep until a message may be there or timeout_ms passes. */
+	int (*wait_msg)(struct coop_provider *p, int timeout_ms);
+
+	/* Regions and single-copy transfers. */
+	int (*reg)(struct coop_provider *p, void *addr, size_t len,
+		   unsigned int access, struct coop_rkey *key);
+	int (*dereg)(struct coop_provider *p, const struct coop_rkey *key);
+	/* Copy len bytes between local iov and peer's region at offset. */
+	ssize_t (*copy)(struct coop_provider *p, int peer,
+			const struct coop_rkey *key, uint64_t offset,
+			const struct iovec *iov, int iovcnt, size_t len,
+			enum coop_copy_dir dir);
+
+	/* Is the peer still alive?  1 yes, 0 no. */
+	int (*peer_alive)(struct coop_provider *p, int peer);
+	/* Per-node load counters (shared memory, atomics). */
+	struct coopmpi_load_slot *(*load_slot)(struct coop_provider *p,
+					       int rank);
+	struct coopmpi_offload_counters *(*offload)(struct coop_provider *p);
+};
+
+struct coop_provider {
+	const struct coop_provider_ops *ops;
+	void *priv;
+	int rank;
+	int nranks;
+};
+
+extern const struct coop_provider_ops coop_provider_kmod;
+extern const struct coop_provider_ops coop_provider_shm;
+
+#endif /* COOP_PROVIDER_H */

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every test stage of `make check` and totals the Check results.
+# A stage fails on a non-zero exit; the run fails if any stage failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+log_dir=$(mktemp -d /tmp/coopmpi-check.XXXXXX)
+passed=0
+failed=0
+failed_stages=()
+
+# Adds the "Checks: N, Failures: F, Errors: E" lines of a Check log.
+count_checks() {
+	local n f e
+	while read -r n f e; do
+		passed=$((passed + n - f - e))
+		failed=$((failed + f + e))
+	done < <(sed -n 's/.*Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' "$1")
+}
+
+stage() {
+	local name=$1
+	shift
+	local log="$log_dir/$name.log"
+	printf '\n==== %s ====\n' "$name"
+	local start=$SECONDS
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	count_checks "$log"
+	printf '==== %s: %s (%ds) ====\n' "$name" \
+		"$([ "$rc" -eq 0 ] && echo ok || echo "FAILED rc=$rc")" $((SECONDS - start))
+	[ "$rc" -eq 0 ] || failed_stages+=("$name")
+}
+
+module_builds_warning_free() {
+	make -s -C kmod clean >/dev/null
+	local out
+	out=$(make -C kmod 2>&1)
+	printf '%s\n' "$out"
+	if grep -qi 'warning:' <<<"$out"; then
+		echo "module build printed warnings (W=1)"
+		return 1
+	fi
+	[ -f kmod/coopmpi.ko ]
+}
+
+vm() {
+	scripts/vm/run --module kmod/coopmpi.ko -- "$@"
+}
+
+stage module-w1 module_builds_warning_free
+stage lib-native env COOP_PROVIDER=shm tests/lib/test_lib
+stage kmod-vm vm tests/kmod/test_kmod
+stage dkms scripts/dkms-check.sh
+
+printf '\n==== summary ====\n'
+if [ ${#failed_stages[@]} -ne 0 ]; then
+	echo "failed stages: ${failed_stages[*]} (logs in $log_dir)"
+	failed=$((failed + ${#failed_stages[@]}))
+fi
+echo "check: $passed passed, $failed failed"
+[ ${#failed_stages[@]} -eq 0 ]
