@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal structures of coopmpi.ko, shared by its files.
+ *
+ * Object model:
+ *   file of /dev/coopmpi == struct coopmpi_ep (file->private_data)
+ *   ep --joins--> struct coopmpi_domain (one per 64-bit key, node-wide)
+ *   ep owns one struct coopmpi_ring (its mailbox) and its regions
+ *   domain owns the counters area and the region xarray
+ *
+ * Lifetimes:
+ *   - A domain lives while it has joined endpoints (d->users, changed
+ *     only under coopmpi_lock, so a lookup under that lock never finds a
+ *     dying domain).  Nothing else pins a domain: every other path runs
+ *     from an ioctl/mmap/poll of a joined endpoint, which pins it.
+ *   - A ring and the counters area are refcounted shared memory
+ *     (struct coopmpi_shm): the owner, every vma mapping it and every
+ *     in-flight MBOX_SEND hold a reference, so a peer closing while
+ *     mapped or mid-send only leaves a dead ring behind.
+ *   - A region is refcounted: the domain xarray holds one reference, an
+ *     in-flight COPY holds another; the region's mm is mmgrab'd.
+ *   - vmas hold their file (vm_file), so an endpoint is only released
+ *     after all its mappings are gone; the module is pinned by fops owner.
+ *
+ * Lock order (outermost first):
+ *   ep->lock  ->  coopmpi_lock  ->  domain->lock  ->  domain->regions xa_lock
+ *   ep->recv_lock is a leaf mutex (serialises kernel-side consumers).
+ *   Ring and counters memory are accessed lock-free (shared with user
+ *   space).  sysfs show() takes coopmpi_lock and/or domain->lock, so no
+ *   kobject is ever deleted with one of those held.
+ */
+#ifndef COOPMPI_H
+#define COOPMPI_H
+
+#include <linux/atomic.h>
+#include <linux/kobject.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/rcupdate.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/xarray.h>
+
+#include "coopmpi_uapi.h"
+
+/* Module parameters, validated at load and read-only afterwards. */
+extern unsigned int coopmpi_mbox_slots;
+extern unsigned int coopmpi_max_endpoints;
+extern unsigned int coopmpi_copy_chunk_pages;
+extern unsigned int coopmpi_max_regions;
+
+extern struct mutex coopmpi_lock;
+
+/* Node-wide statistics exported in /sys/kernel/coopmpi. */
+struct coopmpi_stats {
+	atomic_t endpoints;
+	atomic_t domains;
+	atomic64_t retired_sent;	/* tails of closed rings */
+	atomic64_t retired_full;	/* full_events of closed rings */
+	atomic64_t dropped;		/* undelivered messages at close */
+	atomic64_t copies;
+	atomic64_t copy_bytes;
+	atomic64_t copy_errors;
+};
+
+extern struct coopmpi_stats coopmpi_stats;
+
+/*
+ * Shared memory is written by user space with atomics; the kernel's view
+ * of a __u64 field as an atomic64_t lets it use the same atomic RMW.
+ */
+static inline atomic64_t *coopmpi_atomic64(__u64 *p)
+{
+	BUILD_BUG_ON(sizeof(atomic64_t) != sizeof(__u64));
+	return (atomic64_t *)p;
+}
+
+/* Refcounted vmalloc_user() memory that can be mapped to user space. */
+struct coopmpi_shm {
+	struct kref ref;
+	void *mem;
+	size_t bytes;
+	void (*free)(struct coopmpi_shm *shm);
+};
+
+int coopmpi_shm_alloc(struct coopmpi_shm *shm, size_t bytes,
+		      void (*free)(struct coopmpi_shm *shm));
+void coopmpi_shm_put(struct coopmpi_shm *shm);
+int coopmpi_shm_mmap(struct coopmpi_shm *shm, struct vm_area_struct *vma,
+		     unsigned long pgoff);
+
+struct coopmpi_ring {
+	struct coopmpi_shm shm;
+	wait_queue_head_t wq;		/* the owner sleeps here */
+	struct coopmpi_ring_hdr *hdr;
+	u64 *seq;
+	u8 *msgs;
+	u32 slots;
+	struct rcu_head rcu;		/* RCU lookup in domain slots */
+};
+
+struct coopmpi_domain;
+
+struct coopmpi_ep {
+	struct mutex lock;		/* join, regions list */
+	struct mutex recv_lock;
+	/* NULL until joined; published with release semantics. */
+	struct coopmpi_domain *domain;
+	struct coopmpi_ring *ring;
+	struct pid *pid;
+	u32 ep_id;
+	u32 generation;
+	struct list_head regions;
+	unsigned int nr_regions;
+	void *dma;			/* reserved for dma.c */
+};
+
+struct coopmpi_slot {
+	struct coopmpi_ep *ep;			/* domain->lock */
+	struct coopmpi_ring __rcu *ring;	/* set under domain->lock */
+	u32 generation;				/* domain->lock */
+};
+
+struct coopmpi_domain {
+	struct list_head node;		/* coopmpi_lock */
+	unsigned int users;		/* joined endpoints, coopmpi_lock */
+	u64 key;
+	u32 id;
+	kuid_t uid;
+	u32 max_endpoints;
+	struct mutex lock;		/* slots[] (ring pointers: RCU) */
+	struct coopmpi_slot *slots;
+	struct xarray regions;
+	u32 next_region;		/* xa_alloc_cyclic cursor */
+	atomic_t region_gen;
+	struct coopmpi_shm *counters;
+	struct coopmpi_load_slot *load;	/* inside counters */
+	struct coopmpi_offload_counters *offload;
+	struct kobject kobj;
+};
+
+struct coopmpi_region {
+	struct kref ref;
+	struct list_head node;		/* owner->regions, owner->lock */
+	struct coopmpi_ep *owner;	/* identity only, never dereferenced */
+	struct mm_struct *mm;		/* mmgrab'd */
+	u64 addr;
+	u64 length;
+	u64 cookie;
+	u32 access;
+	/*
+	 * 0 while published; then why it went away, as COPY reports it:
+	 * -ENXIO deregistered, -ESRCH owner closed.  Set under the xa_lock.
+	 */
+	int gone;
+};
+
+static inline struct coopmpi_domain *coopmpi_ep_domain(struct coopmpi_ep *ep)
+{
+	/* Pairs with the release in coopmpi_join(). */
+	return smp_load_acquire(&ep->domain);
+}
+
+/* domain.c */
+void coopmpi_domain_free(struct coopmpi_domain *d);
+int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_ep_query(struct coopmpi_ep *ep, void *arg);
+void coopmpi_ep_release(struct coopmpi_ep *ep);
+u64 coopmpi_sum_live_rings(size_t field);
+
+/* mbox.c */
+struct coopmpi_ring *coopmpi_ring_alloc(u32 slots);
+void coopmpi_ring_init_hdr(struct coopmpi_ring *ring, u32 ep_id, u32 gen,
+			   pid_t owner);
+void coopmpi_ring_close(struct coopmpi_ring *ring);
+void coopmpi_ring_put(struct coopmpi_ring *ring);
+struct coopmpi_ring *coopmpi_ring_lookup(struct coopmpi_domain *d, u32 ep);
+int coopmpi_ring_mmap(struct coopmpi_domain *d, struct vm_area_struct *vma,
+		      unsigned long pgoff);
+__poll_t coopmpi_ring_poll(struct coopmpi_ep *ep, struct file *file,
+			   poll_table *wait);
+int coopmpi_ioc_mbox_send(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_mbox_recv(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_doorbell(struct coopmpi_ep *ep, void *arg);
+
+/* region.c */
+int coopmpi_ioc_region_register(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_region_deregister(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_copy(struct coopmpi_ep *ep, void *arg);
+void coopmpi_regions_release(struct coopmpi_ep *ep);
+
+/* counters.c */
+int coopmpi_counters_create(struct coopmpi_domain *d);
+void coopmpi_counters_destroy(struct coopmpi_domain *d);
+void coopmpi_counters_slot_reset(struct coopmpi_domain *d, u32 ep_id,
+				 pid_t pid, u32 generation);
+int coopmpi_counters_mmap(struct coopmpi_domain *d,
+			  struct vm_area_struct *vma, unsigned long pgoff);
+void coopmpi_domain_sysfs_init(struct coopmpi_domain *d);
+int coopmpi_domain_sysfs_add(struct coopmpi_domain *d);
+void coopmpi_domain_sysfs_del(struct coopmpi_domain *d);
+void coopmpi_domain_sysfs_put(struct coopmpi_domain *d);
+int coopmpi_sysfs_init(void);
+void coopmpi_sysfs_exit(void);
+
+#endif /* COOPMPI_H */

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_kill.c - processes dying in the middle of copies: the region owner
+ * SIGKILLed while a peer copies from/to it, the copier SIGKILLed mid-copy,
+ * the region deregistered under a running copy.  Nothing may hang, copies
+ * end with success or -ESRCH/-ENXIO, and the harness checks the kernel log.
+ */
+#include "helpers.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BIG (64u << 20)
+
+static pid_t spawn_killer(pid_t victim, unsigned delay_ms)
+{
+	pid_t k = cm_fork();
+
+	if (k == 0) {
+		cm_sleep_ms(delay_ms);
+		kill(victim, SIGKILL);
+		_exit(0);
+	}
+	return k;
+}
+
+/* _i selects the kill delay */
+START_TEST(test_owner_killed_during_copy)
+{
+	static const unsigned delays[] = { 30, 200, 600 };
+	uint64_t key = cm_unique_key(), copied;
+	struct coopmpi_join j;
+	struct cm_owner o;
+	uint8_t *local = cm_map_anon(BIG);
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, &j);
+	int r = 0, ok = 0, st;
+	uint64_t t0;
+	pid_t killer;
+
+	cm_owner_spawn(&o, key, NULL, BIG,
+		       COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, 7);
+	killer = spawn_killer(o.pid, delays[_i]);
+	t0 = cm_now_ms();
+	for (int it = 0; it < 100000 && cm_now_ms() - t0 < 60000; it++) {
+		uint32_t dir = (it & 1) ? COOPMPI_COPY_TO_REGION :
+					  COOPMPI_COPY_FROM_REGION;
+		/* whole-region copies (the kill lands inside one), or 1 MiB
+		 * copies all over the region (it lands between or inside) */
+		uint64_t len = _i == 2 ? 1u << 20 : BIG;
+		uint64_t off = _i == 2 ? (uint64_t)(it % 64) << 20 : 0;
+
+		copied = 0;
+		r = cm_copy(fd, o.cookie, off, local, len, dir, &copied);
+		if (r != 0)
+			break;
+		REQUIRE(copied == len, "successful copy moved %llu bytes",
+			(unsigned long long)copied);
+		ok++;
+	}
+	REQUIRE(r == -ESRCH || r == -ENXIO,
+		"copies while the owner is killed ended with %s after %d successes",
+		cm_errname(-r), ok);
+	REQUIRE(copied <= BIG, "copied %llu", (unsigned long long)copied);
+	printf("owner killed after %u ms: %d complete %s copies, then %s\n",
+	       delays[_i], ok, _i == 2 ? "1 MiB" : "64 MiB", cm_errname(-r));
+	cm_wait_ok(killer, "killer");
+	REQUIRE_OK(cm_wait_timeout(o.pid, 20000, &st));
+	REQUIRE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		"owner status %#x", st);
+	/* and it stays dead */
+	r = cm_copy(fd, o.cookie, 0, local, 4096, COOPMPI_COPY_FROM_REGION,
+		    &copied);
+	REQUIRE(r == -ESRCH || r == -ENXIO, "copy after the owner died: %s",
+		cm_errname(-r));
+	close(o.sock);
+	close(fd);
+	cm_unmap(local, BIG);
+}
+END_TEST
+
+/* _i selects the kill delay; the copier alternates directions */
+START_TEST(test_copier_killed_mid_copy)
+{
+	static const unsigned delays[] = { 30, 200, 600 };
+	uint64_t key = cm_unique_key(), copied;
+	struct coopmpi_join j;
+	struct cm_owner o;
+	uint8_t buf[4096];
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, &j);
+	int sv[2], st;
+	pid_t copier;
+
+	cm_owner_spawn(&o, key, NULL, BIG,
+		       COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, 8);
+	cm_socketpair(sv);
+	copier = cm_fork();
+	if (copier == 0) {
+		uint8_t *local = cm_map_anon(BIG);
+		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+
+		close(sv[0]);
+		cm_fill_pattern(local, BIG, 8);	/* writes back the same data */
+		cm_put_u64(sv[1], 1);
+		for (int it = 0;; it++) {
+			uint64_t c;
+			int r = cm_copy(cfd, o.cookie, 0, local, BIG,
+					(it & 1) ? COOPMPI_COPY_TO_REGION :
+						   COOPMPI_COPY_FROM_REGION, &c);
+
+			REQUIRE(r == 0, "copier: %s", cm_errname(-r));
+		}
+	}
+	close(sv[1]);
+	REQUIRE(cm_get_u64_from(sv[0], copier, "copier") == 1, "copier ready");
+	cm_sleep_ms(delays[_i]);
+	kill(copier, SIGKILL);
+	REQUIRE(cm_wait_timeout(copier, 20000, &st) == 0,
+		"SIGKILLed copier did not exit within 20 s (stuck in the driver?)");
+	REQUIRE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		"copier status %#x (it should have been killed mid-copy)", st);
+	close(sv[0]);
+
+	/* the region and the owner are unharmed */
+	REQUIRE_OK(cm_copy(fd, o.cookie, BIG - sizeof(buf), buf, sizeof(buf),
+			   COOPMPI_COPY_FROM_REGION, &copied));
+	REQUIRE(cm_check_pattern(buf, sizeof(buf), 8, BIG - sizeof(buf)) < 0,
+		"region content damaged");
+	cm_owner_finish(&o);
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_dereg_during_copy)
+{
+	uint64_t key = cm_unique_key(), copied, cookie;
+	struct coopmpi_join j;
+	uint8_t *local = cm_map_anon(BIG);
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, &j);
+	int sv[2], r = 0, ok = 0;
+	pid_t pid;
+
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {
+		uint8_t *mem = cm_map_anon(BIG);
+		int ofd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		uint64_t c;
+
+		close(sv[0]);
+		cm_fill_pattern(mem, BIG, 9);
+		REQUIRE_OK(cm_reg(ofd, mem, BIG,
+				  COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, &c));
+		cm_put_u64(sv[1], c);
+		cm_sleep_ms(300);
+		REQUIRE_OK(cm_dereg(ofd, c));
+		/* the memory is released right away */
+		REQUIRE(munmap(mem, BIG) == 0, "munmap");
+		cm_put_u64(sv[1], 2);
+		(void)cm_get_u64(sv[1]);
+		_exit(0);
+	}
+	close(sv[1]);
+	cookie = cm_get_u64_from(sv[0], pid, "owner");
+	for (int it = 0; it < 10000; it++) {
+		r = cm_copy(fd, cookie, 0, local, BIG,
+			    (it & 1) ? COOPMPI_COPY_TO_REGION :
+				       COOPMPI_COPY_FROM_REGION, &copied);
+		if (r)
+			break;
+		ok++;
+	}
+	/* an in-flight copy may also meet the owner's munmap: -EFAULT */
+	REQUIRE(r == -ENXIO || r == -EFAULT,
+		"copies racing with DEREGISTER ended with %s after %d successes, want ENXIO",
+		cm_errname(-r), ok);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "owner") == 2, "owner");
+	REQUIRE_ERR(cm_copy(fd, cookie, 0, local, 4096, COOPMPI_COPY_FROM_REGION,
+			    &copied), ENXIO);
+	cm_put_u64(sv[0], 3);
+	cm_wait_ok(pid, "owner");
+	close(sv[0]);
+	close(fd);
+	cm_unmap(local, BIG);
+}
+END_TEST
+
+void add_kill_tests(Suite *s)
+{
+	TCase *tc = cm_tcase("kill", 120);
+
+	tcase_add_loop_test(tc, test_owner_killed_during_copy, 0, 3);
+	tcase_add_loop_test(tc, test_copier_killed_mid_copy, 0, 3);
+	tcase_add_test(tc, test_dereg_during_copy);
+	suite_add_tcase(s, tc);
+}
