@@ -33,4 +33,5 @@ clean:
 	$(MAKE) -C lib clean
 	$(MAKE) -C kmod clean
 	$(MAKE) -C tests/kmod clean
+	$(MAKE) -C tests/dmatest clean
 	$(MAKE) -C tests/lib clean

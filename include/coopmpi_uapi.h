@@ -336,4 +336,193 @@ struct coopmpi_copy {
 #define COOPMPI_IOC_COPY	_IOWR(COOPMPI_IOC_MAGIC, 0x22, struct coopmpi_copy)
 /* 0x30..0x3f are reserved for the DMA-engine channel. */
 
+/* ------------------------------------------------------------------ */
+/* DMA-engine channel (ioctl numbers 0x30..0x3f)                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An asynchronous copy engine per endpoint, modelled on an RDMA-write
+ * engine: a descriptor copies length bytes from a source (local memory of
+ * the submitter, or a region of any endpoint of the domain) into a region
+ * of any endpoint of the domain and then, optionally, writes 16 bytes of
+ * notification data into a region (the receiver watches that memory).
+ *
+ * Engine (COOPMPI_IOC_DMA_INFO.engine, INFO.dma_engine, sysfs dma_engine):
+ * a kernel dmaengine DMA_MEMCPY channel (COOPMPI_DMA_HW, e.g. Intel
+ * I/OAT) or kernel worker threads copying on other CPUs (COOPMPI_DMA_SOFT);
+ * module parameter dma=auto|hw|soft|off.  With COOPMPI_DMA_NONE every DMA
+ * call fails with -EOPNOTSUPP (mmap of the CQ with -ENODEV).
+ *
+ * Submission, two ways:
+ *  - COOPMPI_IOC_DMA_SUBMIT: a batch of descriptors; each accepted one
+ *    later posts exactly one entry to the endpoint's completion queue
+ *    (mmap COOPMPI_MMAP_DMA_CQ); poll() reports EPOLLPRI while the CQ is
+ *    not empty (EPOLLIN stays the mailbox's).
+ *  - io_uring: IORING_OP_URING_CMD on the endpoint's fd, cmd_op
+ *    COOPMPI_URING_CMD_DMA, sqe->cmd holding struct coopmpi_dma_uring_cmd
+ *    (a pointer to one descriptor).  The CQE arrives when the copy (and
+ *    the notification) is done: res = bytes copied, or -errno; user_data
+ *    is the tag (desc.user_tag is ignored).  Such descriptors never post
+ *    to the mmap'ed CQ.  With IORING_SETUP_SQE128 the 64 extra command
+ *    bytes must be zero.  IOPOLL rings are not supported.
+ *
+ * Errors found at submission (bad flags/reserved fields, unknown cookie,
+ * access, bounds, alignment, limits) fail the submission itself: the
+ * ioctl's return value (done = descriptors accepted before the bad one),
+ * or the CQE's res for io_uring.  Errors after acceptance complete the
+ * descriptor with status -errno: -ENXIO region deregistered, -ESRCH its
+ * owner (or the submitter's address space) gone, -EFAULT unmapped memory,
+ * -EIO engine error, -ECANCELED endpoint closed; bytes tells how far the
+ * data got.  The notification is written only when status is 0.
+ *
+ * Ordering: the notification is written by a CPU after every data byte is
+ * visible (after the engine's completion of the last data byte).  Its
+ * second 8 bytes are written first, then its first 8 bytes with one
+ * 64-bit store: a receiver that sees the first 8 bytes change (read with
+ * acquire semantics) sees the rest of the notification and all the data.
+ * Descriptors complete in any order; overlapping source and destination
+ * give unspecified data (like memcpy).
+ *
+ * Limits: per endpoint at most max_inflight descriptors and max_bytes
+ * bytes in flight, and at most cq_entries descriptors from DMA_SUBMIT
+ * either in flight or completed but not yet consumed from the CQ: beyond
+ * that submission fails with -EAGAIN (as a CQE res for io_uring).  Pages
+ * are pinned only while a worker copies one chunk of a descriptor.
+ * Closing the endpoint cancels its descriptors (-ECANCELED) and waits for
+ * the chunks already running; io_uring keeps the endpoint open until its
+ * commands completed.
+ */
+
+/*
+ * A descriptor.  Source: with COOPMPI_DMA_SRC_REGION, offset src in the
+ * region src_cookie (needs REGION_READ); otherwise src is an address of
+ * the submitter's memory (src_cookie must be 0), which must stay valid
+ * and unchanged until completion.  Destination: offset dst_offset in
+ * region dst_cookie (needs REGION_WRITE).  length 0 is allowed only with
+ * COOPMPI_DMA_NOTIFY and all source/destination fields 0 (a bare
+ * notification).  Notification (COOPMPI_DMA_NOTIFY, otherwise its fields
+ * must be 0): notify_data written at offset notify_offset of region
+ * notify_cookie (needs REGION_WRITE); the target address must be
+ * COOPMPI_DMA_NOTIFY_ALIGN aligned.
+ */
+#define COOPMPI_DMA_SRC_REGION	(1U << 0)
+#define COOPMPI_DMA_NOTIFY	(1U << 1)
+#define COOPMPI_DMA_DESC_FLAGS	(COOPMPI_DMA_SRC_REGION | COOPMPI_DMA_NOTIFY)
+#define COOPMPI_DMA_NOTIFY_SIZE		16
+#define COOPMPI_DMA_NOTIFY_ALIGN	16
+
+struct coopmpi_dma_desc {
+	__u32 flags;
+	__u32 reserved0;
+	__u64 src;		/* local address, or offset with SRC_REGION */
+	__u64 src_cookie;
+	__u64 dst_cookie;
+	__u64 dst_offset;
+	__u64 length;
+	__u64 notify_cookie;
+	__u64 notify_offset;
+	__u8 notify_data[COOPMPI_DMA_NOTIFY_SIZE];
+	__u64 user_tag;		/* echoed in the CQE */
+	__u64 reserved[2];
+};
+
+/* Completion queue entry. */
+struct coopmpi_dma_cqe {
+	__u64 user_tag;
+	__s32 status;		/* 0 or -errno */
+	__u32 flags;		/* 0 */
+	__u64 bytes;		/* data bytes copied */
+	__u64 reserved;
+};
+
+/*
+ * Completion queue (mmap of COOPMPI_MMAP_DMA_CQ, cq_bytes long, shared,
+ * read/write, the caller's own endpoint only):
+ *   offset 0                       struct coopmpi_dma_cq_hdr (one page)
+ *   offset COOPMPI_DMA_CQ_CQES_OFF struct coopmpi_dma_cqe cqes[entries]
+ * One producer (the kernel), one consumer (the owner):
+ *   kernel:   writes cqes[tail & (entries - 1)], store_release(tail + 1)
+ *   consumer: t = load_acquire(tail); read cqes[head & mask] while
+ *             head != t; store_release(head, new head).
+ * The kernel reads head only to count free entries (see Limits) and
+ * trusts nothing in this memory.
+ */
+#define COOPMPI_DMA_CQ_MAGIC	0x434d4451U	/* "CMDQ" */
+#define COOPMPI_DMA_CQ_CQES_OFF	4096ULL
+
+struct coopmpi_dma_cq_hdr {
+	__u32 magic;
+	__u32 version;		/* COOPMPI_ABI_VERSION */
+	__u32 entries;		/* power of two */
+	__u32 cqe_size;		/* sizeof(struct coopmpi_dma_cqe) */
+	__u8 pad0[48];
+
+	/* producer's (kernel's) cache line */
+	__u64 tail;
+	__u8 pad1[56];
+
+	/* consumer's cache line */
+	__u64 head;
+	__u8 pad2[56];
+};
+
+static inline __u64 coopmpi_dma_cq_bytes(__u32 entries)
+{
+	__u64 n = (__u64)entries * sizeof(struct coopmpi_dma_cqe);
+
+	return COOPMPI_DMA_CQ_CQES_OFF + ((n + 4095ULL) & ~4095ULL);
+}
+
+#define COOPMPI_MMAP_DMA_CQ	(1ULL << 39)
+
+/* COOPMPI_IOC_DMA_INFO: the channel's facts, valid before join. */
+struct coopmpi_dma_info {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u32 engine;		/* out: enum coopmpi_dma_engine */
+	__u32 max_inflight;	/* out: descriptors in flight per endpoint */
+	__u64 max_bytes;	/* out: bytes in flight per endpoint */
+	__u64 max_length;	/* out: largest length of one descriptor */
+	__u32 cq_entries;	/* out */
+	__u32 cqe_size;		/* out */
+	__u64 cq_bytes;		/* out: mmap length of COOPMPI_MMAP_DMA_CQ */
+	__u32 desc_size;	/* out: the kernel's sizeof(coopmpi_dma_desc) */
+	__u32 notify_align;	/* out: COOPMPI_DMA_NOTIFY_ALIGN */
+	__u64 reserved[4];
+};
+
+/*
+ * COOPMPI_IOC_DMA_SUBMIT: accept count descriptors (descs points to count
+ * records of desc_size bytes, desc_size being the caller's
+ * sizeof(struct coopmpi_dma_desc); a larger record must have a zero tail,
+ * -E2BIG otherwise), in order, stopping at the first one refused.
+ * done (out) = descriptors accepted.  Returns 0 when all were accepted,
+ * else the error of descs[done] (-EAGAIN: limits reached, try again after
+ * consuming completions).
+ */
+#define COOPMPI_DMA_MAX_BATCH	1024
+
+struct coopmpi_dma_submit {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u64 descs;		/* user pointer */
+	__u32 count;
+	__u32 desc_size;
+	__u32 done;		/* out */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/* sqe->cmd of IORING_OP_URING_CMD with cmd_op COOPMPI_URING_CMD_DMA. */
+struct coopmpi_dma_uring_cmd {
+	__u64 desc;		/* user pointer to one descriptor */
+	__u32 desc_size;	/* as for DMA_SUBMIT */
+	__u32 flags;		/* must be 0 */
+};
+
+#define COOPMPI_IOC_DMA_INFO	_IOWR(COOPMPI_IOC_MAGIC, 0x30, struct coopmpi_dma_info)
+#define COOPMPI_IOC_DMA_SUBMIT	_IOWR(COOPMPI_IOC_MAGIC, 0x31, struct coopmpi_dma_submit)
+/* Not an ioctl: the cmd_op of the io_uring command. */
+#define COOPMPI_URING_CMD_DMA	_IOW(COOPMPI_IOC_MAGIC, 0x32, struct coopmpi_dma_uring_cmd)
+
 #endif /* COOPMPI_UAPI_H */

@@ -6,6 +6,7 @@
  *   file of /dev/coopmpi == struct coopmpi_ep (file->private_data)
  *   ep --joins--> struct coopmpi_domain (one per 64-bit key, node-wide)
  *   ep owns one struct coopmpi_ring (its mailbox) and its regions
+ *   ep owns its DMA channel state (ep->dma: bounds, completion queue)
  *   domain owns the counters area and the region xarray
  *
  * Lifetimes:
@@ -21,10 +22,27 @@
  *     in-flight COPY holds another; the region's mm is mmgrab'd.
  *   - vmas hold their file (vm_file), so an endpoint is only released
  *     after all its mappings are gone; the module is pinned by fops owner.
+ *   - A DMA descriptor in flight (struct coopmpi_dma_op, dma*.c) holds
+ *     references on its regions, the submitting task and an mmgrab of the
+ *     source mm; it points to its endpoint's ep->dma and domain, which live
+ *     until the endpoint is released: release cancels the endpoint's
+ *     descriptors and waits until none is left (workers never sleep on
+ *     user memory, so that wait is short).  An io_uring command holds its
+ *     file, so the endpoint outlives it until io_uring_cmd_done() (run
+ *     from task work); it is cancelled when its submitter exits.  The DMA
+ *     completion queue is refcounted shared memory like a ring.  Module
+ *     exit drains the DMA workqueue before releasing the dmaengine channel
+ *     (whose owner module is pinned while coopmpi holds it).
  *
  * Lock order (outermost first):
  *   ep->lock  ->  coopmpi_lock  ->  domain->lock  ->  domain->regions xa_lock
  *   ep->recv_lock is a leaf mutex (serialises kernel-side consumers).
+ *   ep->dma->lock is a leaf spinlock (in-flight bounds, CQ producer); the
+ *   DMA waitqueues are woken under it (their locks nest inside it).
+ *   The hw engine's submit mutex (dma_hw.c) is a leaf around descriptor
+ *   prep/submit/issue (the dmaengine driver's locks nest inside it); its
+ *   completion callbacks take no lock of ours.  DMA workers pin pages
+ *   (mmap_lock of any endpoint's mm, FOLL_NOWAIT) holding none of ours.
  *   Ring and counters memory are accessed lock-free (shared with user
  *   space).  sysfs show() takes coopmpi_lock and/or domain->lock, so no
  *   kobject is ever deleted with one of those held.
@@ -63,6 +81,10 @@ struct coopmpi_stats {
 	atomic64_t copies;
 	atomic64_t copy_bytes;
 	atomic64_t copy_errors;
+	atomic64_t dma_ops;		/* DMA descriptors in flight */
+	atomic64_t dma_bytes;		/* their bytes */
+	atomic64_t dma_completed;	/* completed with status 0 */
+	atomic64_t dma_errors;		/* completed with an error */
 };
 
 extern struct coopmpi_stats coopmpi_stats;
@@ -102,6 +124,7 @@ struct coopmpi_ring {
 };
 
 struct coopmpi_domain;
+struct coopmpi_dma_ep;
 
 struct coopmpi_ep {
 	struct mutex lock;		/* join, regions list */
@@ -114,7 +137,8 @@ struct coopmpi_ep {
 	u32 generation;
 	struct list_head regions;
 	unsigned int nr_regions;
-	void *dma;			/* reserved for dma.c */
+	/* DMA channel state, NULL with dma=off; set before domain. */
+	struct coopmpi_dma_ep *dma;
 };
 
 struct coopmpi_slot {
@@ -186,6 +210,9 @@ int coopmpi_ioc_mbox_recv(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_doorbell(struct coopmpi_ep *ep, void *arg);
 
 /* region.c */
+struct coopmpi_region *coopmpi_region_get(struct coopmpi_domain *d,
+					  u64 cookie);
+void coopmpi_region_put(struct coopmpi_region *r);
 int coopmpi_ioc_region_register(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_region_deregister(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_copy(struct coopmpi_ep *ep, void *arg);
@@ -204,5 +231,24 @@ void coopmpi_domain_sysfs_del(struct coopmpi_domain *d);
 void coopmpi_domain_sysfs_put(struct coopmpi_domain *d);
 int coopmpi_sysfs_init(void);
 void coopmpi_sysfs_exit(void);
+
+/* dma.c: the DMA-engine channel */
+struct io_uring_cmd;
+int coopmpi_dma_init(void);
+void coopmpi_dma_exit(void);
+u32 coopmpi_dma_engine_id(void);
+const char *coopmpi_dma_engine_name(void);
+const char *coopmpi_dma_channel_name(void);
+struct coopmpi_dma_ep *coopmpi_dma_ep_alloc(void);
+void coopmpi_dma_ep_free(struct coopmpi_dma_ep *dep);
+void coopmpi_dma_ep_release(struct coopmpi_ep *ep);
+int coopmpi_ioc_dma_info(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_dma_submit(struct coopmpi_ep *ep, void *arg);
+int coopmpi_dma_uring_cmd(struct io_uring_cmd *ioucmd,
+			  unsigned int issue_flags);
+__poll_t coopmpi_dma_poll(struct coopmpi_ep *ep, struct file *file,
+			  poll_table *wait);
+int coopmpi_dma_cq_mmap(struct coopmpi_ep *ep, struct vm_area_struct *vma,
+			unsigned long pgoff);
 
 #endif /* COOPMPI_H */

@@ -264,6 +264,25 @@ NODE_ATTR_U64(mbox_dropped, atomic64_read(&coopmpi_stats.dropped));
 NODE_ATTR_U64(copies, atomic64_read(&coopmpi_stats.copies));
 NODE_ATTR_U64(copy_bytes, atomic64_read(&coopmpi_stats.copy_bytes));
 NODE_ATTR_U64(copy_errors, atomic64_read(&coopmpi_stats.copy_errors));
+NODE_ATTR_U64(dma_ops, atomic64_read(&coopmpi_stats.dma_ops));
+NODE_ATTR_U64(dma_bytes, atomic64_read(&coopmpi_stats.dma_bytes));
+NODE_ATTR_U64(dma_completed, atomic64_read(&coopmpi_stats.dma_completed));
+NODE_ATTR_U64(dma_errors, atomic64_read(&coopmpi_stats.dma_errors));
+
+static ssize_t dma_engine_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", coopmpi_dma_engine_name());
+}
+
+static ssize_t dma_channel_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", coopmpi_dma_channel_name());
+}
+
+static struct kobj_attribute node_attr_dma_engine = __ATTR_RO(dma_engine);
+static struct kobj_attribute node_attr_dma_channel = __ATTR_RO(dma_channel);
 
 static struct attribute *node_attrs[] = {
 	&node_attr_version.attr,
@@ -275,6 +294,12 @@ static struct attribute *node_attrs[] = {
 	&node_attr_copies.attr,
 	&node_attr_copy_bytes.attr,
 	&node_attr_copy_errors.attr,
+	&node_attr_dma_engine.attr,
+	&node_attr_dma_channel.attr,
+	&node_attr_dma_ops.attr,
+	&node_attr_dma_bytes.attr,
+	&node_attr_dma_completed.attr,
+	&node_attr_dma_errors.attr,
 	NULL,
 };
 

@@ -9,6 +9,7 @@
  */
 #include <linux/cred.h>
 #include <linux/capability.h>
+#include <linux/err.h>
 #include <linux/idr.h>
 #include <linux/nospec.h>
 #include <linux/pid.h>
@@ -219,6 +220,7 @@ static int join_locked(struct coopmpi_ep *ep, struct coopmpi_join *j,
 int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg)
 {
 	struct coopmpi_join *j = arg;
+	struct coopmpi_dma_ep *dma;
 	struct coopmpi_ring *ring;
 	int ret;
 
@@ -230,6 +232,11 @@ int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg)
 	ring = coopmpi_ring_alloc(coopmpi_mbox_slots);
 	if (!ring)
 		return -ENOMEM;
+	dma = coopmpi_dma_ep_alloc();
+	if (IS_ERR(dma)) {
+		coopmpi_ring_put(ring);
+		return PTR_ERR(dma);
+	}
 
 	mutex_lock(&ep->lock);
 	if (ep->domain) {
@@ -237,16 +244,21 @@ int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg)
 	} else {
 		/* Before the slot is visible: peers report it. */
 		ep->pid = get_pid(task_tgid(current));
+		/* Before the domain is published: joined calls use it. */
+		ep->dma = dma;
 		ret = join_locked(ep, j, ring);
 		if (ret) {
 			put_pid(ep->pid);
 			ep->pid = NULL;
+			ep->dma = NULL;
 		}
 	}
 	mutex_unlock(&ep->lock);
 
-	if (ret)
+	if (ret) {
 		coopmpi_ring_put(ring);
+		coopmpi_dma_ep_free(dma);
+	}
 	return ret;
 }
 
@@ -304,6 +316,8 @@ void coopmpi_ep_release(struct coopmpi_ep *ep)
 	if (!d)
 		return;
 
+	/* First: its descriptors use the regions and count in the domain. */
+	coopmpi_dma_ep_release(ep);
 	coopmpi_regions_release(ep);
 	coopmpi_ring_close(ep->ring);
 

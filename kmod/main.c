@@ -50,7 +50,7 @@ static int ioc_info(struct coopmpi_ep *ep, void *arg)
 	info->ring_bytes = coopmpi_ring_bytes(coopmpi_mbox_slots);
 	info->counters_bytes = coopmpi_counters_bytes(coopmpi_max_endpoints);
 	info->copy_chunk_pages = coopmpi_copy_chunk_pages;
-	info->dma_engine = COOPMPI_DMA_NONE;
+	info->dma_engine = coopmpi_dma_engine_id();
 	return 0;
 }
 
@@ -70,6 +70,8 @@ union coopmpi_args {
 	struct coopmpi_region_register reg;
 	struct coopmpi_region_deregister dereg;
 	struct coopmpi_copy copy;
+	struct coopmpi_dma_info dma_info;
+	struct coopmpi_dma_submit dma_submit;
 };
 
 struct coopmpi_ioctl {
@@ -106,6 +108,10 @@ static const struct coopmpi_ioctl coopmpi_ioctls[] = {
 		      coopmpi_ioc_region_deregister),
 	COOPMPI_IOCTL(COOPMPI_IOC_COPY, struct coopmpi_copy, COOPMPI_COPY_FLAGS,
 		      false, coopmpi_ioc_copy),
+	COOPMPI_IOCTL(COOPMPI_IOC_DMA_INFO, struct coopmpi_dma_info, 0, true,
+		      coopmpi_ioc_dma_info),
+	COOPMPI_IOCTL(COOPMPI_IOC_DMA_SUBMIT, struct coopmpi_dma_submit, 0,
+		      false, coopmpi_ioc_dma_submit),
 };
 
 static const struct coopmpi_ioctl *ioctl_lookup(unsigned int cmd)
@@ -180,16 +186,20 @@ static int coopmpi_release(struct inode *inode, struct file *file)
 static int coopmpi_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	const unsigned long ring_base = COOPMPI_MMAP_RING_BASE >> PAGE_SHIFT;
-	struct coopmpi_domain *d = coopmpi_ep_domain(file->private_data);
+	const unsigned long dma_cq = COOPMPI_MMAP_DMA_CQ >> PAGE_SHIFT;
+	struct coopmpi_ep *ep = file->private_data;
+	struct coopmpi_domain *d = coopmpi_ep_domain(ep);
 
 	if (!d)
 		return -ENOTCONN;
 	/* A private copy of a ring or the counters would silently diverge. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	if (vma->vm_pgoff < ring_base)
-		return coopmpi_counters_mmap(d, vma, vma->vm_pgoff);
-	return coopmpi_ring_mmap(d, vma, vma->vm_pgoff - ring_base);
+	if (vma->vm_pgoff >= ring_base)
+		return coopmpi_ring_mmap(d, vma, vma->vm_pgoff - ring_base);
+	if (vma->vm_pgoff >= dma_cq)
+		return coopmpi_dma_cq_mmap(ep, vma, vma->vm_pgoff - dma_cq);
+	return coopmpi_counters_mmap(d, vma, vma->vm_pgoff);
 }
 
 static __poll_t coopmpi_poll(struct file *file, poll_table *wait)
@@ -198,7 +208,9 @@ static __poll_t coopmpi_poll(struct file *file, poll_table *wait)
 
 	if (!coopmpi_ep_domain(ep))
 		return EPOLLERR;
-	return coopmpi_ring_poll(ep, file, wait);
+	/* EPOLLIN: mailbox; EPOLLPRI: DMA completions in the CQ */
+	return coopmpi_ring_poll(ep, file, wait) |
+	       coopmpi_dma_poll(ep, file, wait);
 }
 
 static const struct file_operations coopmpi_fops = {
@@ -209,6 +221,7 @@ static const struct file_operations coopmpi_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = coopmpi_mmap,
 	.poll = coopmpi_poll,
+	.uring_cmd = coopmpi_dma_uring_cmd,
 	.llseek = no_llseek,
 };
 
@@ -247,13 +260,21 @@ static int __init coopmpi_init(void)
 	ret = coopmpi_params_check();
 	if (ret)
 		return ret;
-	ret = coopmpi_sysfs_init();
+	ret = coopmpi_dma_init();
 	if (ret)
 		return ret;
+	ret = coopmpi_sysfs_init();
+	if (ret)
+		goto err_dma;
 	/* Last: the device is usable the moment it appears. */
 	ret = misc_register(&coopmpi_misc);
 	if (ret)
-		coopmpi_sysfs_exit();
+		goto err_sysfs;
+	return 0;
+err_sysfs:
+	coopmpi_sysfs_exit();
+err_dma:
+	coopmpi_dma_exit();
 	return ret;
 }
 
@@ -261,6 +282,7 @@ static void __exit coopmpi_exit(void)
 {
 	misc_deregister(&coopmpi_misc);
 	coopmpi_sysfs_exit();
+	coopmpi_dma_exit();
 }
 
 module_init(coopmpi_init);

@@ -25,14 +25,14 @@ static void region_release(struct kref *ref)
 	kfree(r);
 }
 
-static void region_put(struct coopmpi_region *r)
+void coopmpi_region_put(struct coopmpi_region *r)
 {
 	kref_put(&r->ref, region_release);
 }
 
 /* The xarray index is the cookie's low half; the high half must match. */
-static struct coopmpi_region *region_get(struct coopmpi_domain *d,
-					 u64 cookie)
+struct coopmpi_region *coopmpi_region_get(struct coopmpi_domain *d,
+					  u64 cookie)
 {
 	struct coopmpi_region *r;
 
@@ -118,7 +118,7 @@ int coopmpi_ioc_region_register(struct coopmpi_ep *ep, void *arg)
 	}
 	mutex_unlock(&ep->lock);
 	if (ret)
-		region_put(r);
+		coopmpi_region_put(r);
 	return ret;
 }
 
@@ -132,11 +132,11 @@ int coopmpi_ioc_region_deregister(struct coopmpi_ep *ep, void *arg)
 		return -EINVAL;
 
 	mutex_lock(&ep->lock);
-	r = region_get(d, dr->cookie);
+	r = coopmpi_region_get(d, dr->cookie);
 	if (!r || r->owner != ep) {
 		mutex_unlock(&ep->lock);
 		if (r)
-			region_put(r);
+			coopmpi_region_put(r);
 		return -ENXIO;
 	}
 	region_unlink(d, r, -ENXIO);
@@ -144,8 +144,8 @@ int coopmpi_ioc_region_deregister(struct coopmpi_ep *ep, void *arg)
 	ep->nr_regions--;
 	mutex_unlock(&ep->lock);
 
-	region_put(r);		/* lookup reference */
-	region_put(r);		/* xarray reference */
+	coopmpi_region_put(r);		/* lookup reference */
+	coopmpi_region_put(r);		/* xarray reference */
 	return 0;
 }
 
@@ -158,7 +158,7 @@ void coopmpi_regions_release(struct coopmpi_ep *ep)
 	list_for_each_entry_safe(r, tmp, &ep->regions, node) {
 		region_unlink(d, r, -ESRCH);
 		list_del(&r->node);
-		region_put(r);
+		coopmpi_region_put(r);
 	}
 	ep->nr_regions = 0;
 	mutex_unlock(&ep->lock);
@@ -344,10 +344,10 @@ int coopmpi_ioc_copy(struct coopmpi_ep *ep, void *arg)
 	if (ret)
 		return ret;
 	c->copied = 0;
-	r = region_get(d, c->cookie);
+	r = coopmpi_region_get(d, c->cookie);
 	if (r) {
 		ret = copy_region(ep, r, c);
-		region_put(r);
+		coopmpi_region_put(r);
 	} else {
 		ret = -ENXIO;
 	}

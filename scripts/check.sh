@@ -51,6 +51,9 @@ vm() {
 stage module-w1 module_builds_warning_free
 stage lib-native env COOP_PROVIDER=shm tests/lib/test_lib
 stage kmod-vm vm tests/kmod/test_kmod
+# dma=auto above ran the DMA suite on the soft engine; now the dmaengine
+# path (test provider module) and dma=off.
+stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
 stage dkms scripts/dkms-check.sh
 
 printf '\n==== summary ====\n'

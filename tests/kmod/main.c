@@ -4,10 +4,12 @@
  *
  * Runs every test in its own forked process (CK_FORK=yes is forced unless
  * the environment says otherwise).  Select parts with Check's own
- * variables: CK_RUN_CASE=mbox, CK_RUN_SUITE=coopmpi, CK_VERBOSITY=normal,
+ * variables: CK_RUN_CASE=mbox, CK_RUN_SUITE=coopmpi (the driver) or
+ * CK_RUN_SUITE=coopmpi-dma (the DMA-engine channel), CK_VERBOSITY=normal,
  * CK_TIMEOUT_MULTIPLIER=2.  Exit status 0 only when every test passed.
  */
 #include "helpers.h"
+#include "dma_helpers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 int main(void)
 {
 	Suite *s = suite_create("coopmpi");
+	Suite *dma = suite_create("coopmpi-dma");
 	SRunner *sr;
 	int failed;
 	enum print_output mode = CK_VERBOSE;
@@ -35,7 +38,12 @@ int main(void)
 	add_sysfs_tests(s);
 	add_counters_tests(s);
 
+	add_dma_tests(dma);
+	add_dma_uring_tests(dma);
+	add_dma_fail_tests(dma);
+
 	sr = srunner_create(s);
+	srunner_add_suite(sr, dma);
 	srunner_run_all(sr, mode);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The DMA worker: moves one chunk of a descriptor per run and requeues
+ * it, then writes the notification and completes it.
+ *
+ * A chunk is at most copy_chunk_pages pages on each side; both sides are
+ * pinned only while the engine copies it.  Pinning never waits for a
+ * fault (FOLL_NOWAIT): what could not be pinned is retried after a
+ * growing delay, so a user cannot park a shared worker on its memory.
+ *
+ * The notification is written by the CPU after the engine reported every
+ * data byte done, second half first and first half last (one 64-bit
+ * store), so a receiver polling the first word never sees it before the
+ * data or before the rest of it.
+ */
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "dma.h"
+
+/* Outcomes of op_step() and op_notify() besides 0 and -errno. */
+#define OP_MORE		0	/* op_step(): next chunk, now */
+#define OP_DATA_DONE	1	/* op_step(): notify and complete */
+#define OP_RETRY	2	/* a page would wait: again after a delay */
+
+/* Longest delay between retries of a page that would wait, jiffies. */
+#define OP_MAX_BACKOFF	max(HZ / 50, 1)
+
+/*
+ * Pins up to @nr pages of @mm at @start without waiting for faults:
+ * returns the count pinned, 0 if the first page would have to wait,
+ * -ESRCH when the address space is gone, -ENOMEM or -EFAULT.
+ */
+static long dma_pin(struct mm_struct *mm, unsigned long start,
+		    unsigned long nr, unsigned int gup_flags,
+		    struct page **pages)
+{
+	int locked = 1;
+	long pinned;
+
+	if (!mmget_not_zero(mm))
+		return -ESRCH;
+	mmap_read_lock(mm);
+	pinned = pin_user_pages_remote(mm, start, nr, gup_flags | FOLL_NOWAIT,
+				       pages, NULL, &locked);
+	if (locked)
+		mmap_read_unlock(mm);
+	mmput(mm);
+	if (pinned >= 0)
+		return pinned;
+	return pinned == -ENOMEM ? -ENOMEM : -EFAULT;
+}
+
+static int chunk_alloc(struct coopmpi_dma_chunk *c)
+{
+	unsigned int n = coopmpi_copy_chunk_pages;
+
+	c->src_pages = kmalloc_array(2 * n, sizeof(*c->src_pages), GFP_KERNEL);
+	c->src_dma = kmalloc_array(2 * n, sizeof(*c->src_dma), GFP_KERNEL);
+	if (!c->src_pages || !c->src_dma) {
+		kfree(c->src_pages);
+		kfree(c->src_dma);
+		return -ENOMEM;
+	}
+	c->dst_pages = c->src_pages + n;
+	c->dst_dma = c->src_dma + n;
+	return 0;
+}
+
+static void chunk_free(struct coopmpi_dma_chunk *c)
+{
+	kfree(c->src_pages);
+	kfree(c->src_dma);
+}
+
+/* Where a region went: set when it is deregistered or its owner closed. */
+static int op_regions_gone(const struct coopmpi_dma_op *op)
+{
+	int ret = 0;
+
+	if (op->src_r)
+		ret = READ_ONCE(op->src_r->gone);
+	if (!ret)
+		ret = READ_ONCE(op->dst_r->gone);
+	return ret;
+}
+
+/* Pins and copies (a prefix of) the next chunk: OP_MORE, OP_RETRY, -errno. */
+static int op_copy_chunk(struct coopmpi_dma_op *op)
+{
+	struct coopmpi_dma_chunk c = {};
+	long nr_src, nr_dst;
+	int ret;
+
+	c.src_off = op->src_addr & ~PAGE_MASK;
+	c.dst_off = op->dst_addr & ~PAGE_MASK;
+	c.len = min_t(u64, op->length - op->done,
+		      (size_t)coopmpi_copy_chunk_pages * PAGE_SIZE -
+		      max(c.src_off, c.dst_off));
+	ret = chunk_alloc(&c);
+	if (ret)
+		return ret;
+
+	nr_src = dma_pin(op->src_mm, op->src_addr & PAGE_MASK,
+			 coopmpi_dma_chunk_pages(c.src_off, c.len), 0,
+			 c.src_pages);
+	if (nr_src <= 0) {
+		ret = nr_src ? nr_src : OP_RETRY;
+		goto out;
+	}
+	c.len = min_t(size_t, c.len, nr_src * PAGE_SIZE - c.src_off);
+
+	nr_dst = dma_pin(op->dst_r->mm, op->dst_addr & PAGE_MASK,
+			 coopmpi_dma_chunk_pages(c.dst_off, c.len), FOLL_WRITE,
+			 c.dst_pages);
+	if (nr_dst <= 0) {
+		ret = nr_dst ? nr_dst : OP_RETRY;
+		goto unpin_src;
+	}
+	c.len = min_t(size_t, c.len, nr_dst * PAGE_SIZE - c.dst_off);
+
+	ret = coopmpi_dma_copy_chunk(&c);
+	unpin_user_pages_dirty_lock(c.dst_pages, nr_dst, true);
+	if (!ret) {
+		op->done += c.len;
+		op->src_addr += c.len;
+		op->dst_addr += c.len;
+	}
+unpin_src:
+	unpin_user_pages(c.src_pages, nr_src);
+out:
+	chunk_free(&c);
+	return ret;
+}
+
+/*
+ * The endpoint is closing, or the submitting process exits, or for an
+ * io_uring command the submitting thread (io_uring waits for a thread's
+ * commands when it exits; io-wq and SQPOLL threads submit for others).
+ */
+static bool op_canceled(const struct coopmpi_dma_op *op)
+{
+	unsigned int pf = READ_ONCE(op->task->flags);
+
+	if (READ_ONCE(op->dep->closing))
+		return true;
+	if (READ_ONCE(op->task->signal->flags) & SIGNAL_GROUP_EXIT)
+		return true;
+	return op->ioucmd && (pf & (PF_EXITING | PF_IO_WORKER)) == PF_EXITING;
+}
+
+/* OP_DATA_DONE when all data is done, OP_MORE, OP_RETRY, or -errno. */
+static int op_step(struct coopmpi_dma_op *op)
+{
+	int ret;
+
+	if (op_canceled(op))
+		return -ECANCELED;
+	if (op->done == op->length)
+		return OP_DATA_DONE;
+	ret = op_regions_gone(op);
+	if (!ret)
+		ret = op_copy_chunk(op);
+	if (!ret && op->done == op->length)
+		return OP_DATA_DONE;
+	return ret;
+}
+
+/* 0 when written (or none wanted), OP_RETRY, or -errno. */
+static int op_notify(struct coopmpi_dma_op *op)
+{
+	struct coopmpi_region *r = op->ntf_r;
+	unsigned long off = op->ntf_addr & ~PAGE_MASK;
+	struct page *page;
+	u64 lo, hi, *p;
+	void *va;
+	long n;
+	int ret;
+
+	if (!r)
+		return 0;
+	ret = READ_ONCE(r->gone);
+	if (ret)
+		return ret;
+	n = dma_pin(r->mm, op->ntf_addr & PAGE_MASK, 1, FOLL_WRITE, &page);
+	if (n <= 0)
+		return n ? n : OP_RETRY;
+	memcpy(&lo, op->ntf_data, sizeof(lo));
+	memcpy(&hi, op->ntf_data + sizeof(lo), sizeof(hi));
+
+	/*
+	 * The data was written by this or another CPU (ordered by the
+	 * workqueue's locking) or by the device (its completion callback
+	 * ran, the pages are unmapped): make all of it visible first.
+	 */
+	mb();
+	va = kmap_local_page(page);
+	p = va + off;			/* 16-byte aligned: one page */
+	WRITE_ONCE(p[1], hi);
+	/* second half before first: pollers of the first word see both */
+	smp_wmb();
+	WRITE_ONCE(p[0], lo);
+	kunmap_local(va);
+	unpin_user_pages_dirty_lock(&page, 1, true);
+	return 0;
+}
+
+static void op_requeue(struct coopmpi_dma_op *op, bool retry)
+{
+	unsigned long delay = 0;
+
+	if (retry)
+		delay = min_t(unsigned long, 1UL << min(op->backoff++, 8U),
+			      OP_MAX_BACKOFF);
+	else
+		op->backoff = 0;
+	/* Behind everybody else's next chunk; op is not ours any more. */
+	queue_delayed_work(coopmpi_dma_wq, &op->work, delay);
+}
+
+void coopmpi_dma_op_work(struct work_struct *work)
+{
+	struct coopmpi_dma_op *op = container_of(to_delayed_work(work),
+						 struct coopmpi_dma_op, work);
+	int ret;
+
+	ret = op_step(op);
+	if (ret == OP_MORE) {
+		op_requeue(op, false);
+		return;
+	}
+	if (ret == OP_DATA_DONE)
+		ret = op_notify(op);
+	if (ret == OP_RETRY) {
+		op_requeue(op, true);
+		return;
+	}
+	coopmpi_dma_op_finish(op, ret);
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs the DMA-engine channel tests (Check suite "coopmpi-dma" of
+# tests/kmod/test_kmod) in the QEMU VM, once per engine:
+#
+#   hw    the TEST ONLY dmaengine provider tests/dmatest/coopmpi_dmatest.ko
+#         is loaded first, then coopmpi.ko dma=hw (load fails without a
+#         channel), so the dmaengine path runs; both are rmmod'ed after
+#   soft  coopmpi.ko dma=soft: kernel workers copy
+#   off   coopmpi.ko dma=off: everything refuses cleanly
+#
+# usage: scripts/vm-dma-tests.sh [hw|soft|off ...]    (default: all three)
+# Exit status 0 only when every run passed.  The plain driver suite
+# (make -C tests/kmod vm-check) runs the same DMA tests with dma=auto,
+# i.e. the soft engine in a VM without DMA hardware.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+make -s -C kmod && make -s -C tests/dmatest && make -s -C tests/kmod || exit 1
+
+modes=("$@")
+((${#modes[@]})) || modes=(hw soft off)
+rc=0
+for m in "${modes[@]}"; do
+	case $m in
+	hw)
+		args=(--extra-module tests/dmatest/coopmpi_dmatest.ko
+			--module kmod/coopmpi.ko --modparams dma=hw)
+		expect=hw
+		;;
+	soft)
+		args=(--module kmod/coopmpi.ko --modparams dma=soft)
+		expect=soft
+		;;
+	off)
+		args=(--module kmod/coopmpi.ko --modparams dma=off)
+		expect=none
+		;;
+	*)
+		echo "vm-dma-tests: unknown engine '$m' (hw, soft or off)" >&2
+		exit 2
+		;;
+	esac
+	printf '\n==== dma-%s ====\n' "$m"
+	start=$SECONDS
+	scripts/vm/run "${args[@]}" -- env CK_RUN_SUITE=coopmpi-dma \
+		COOP_EXPECT_DMA_ENGINE=$expect tests/kmod/test_kmod
+	r=$?
+	printf '==== dma-%s: %s (%ds) ====\n' "$m" \
+		"$([ "$r" -eq 0 ] && echo ok || echo "FAILED rc=$r")" \
+		$((SECONDS - start))
+	[ "$r" -eq 0 ] || rc=1
+done
+exit $rc

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dma_helpers.c - helpers of the DMA-engine channel tests. */
+#include "dma_helpers.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct coopmpi_dma_info cm_dma_info_cache;
+
+int cm_dma_info(int fd, struct coopmpi_dma_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return cm_ioctl(fd, COOPMPI_IOC_DMA_INFO, info);
+}
+
+const char *cm_dma_engine_str(uint32_t engine)
+{
+	switch (engine) {
+	case COOPMPI_DMA_NONE: return "none";
+	case COOPMPI_DMA_SOFT: return "soft";
+	case COOPMPI_DMA_HW: return "hw";
+	default: return "?";
+	}
+}
+
+bool cm_dma_available(void)
+{
+	int fd = cm_open();
+
+	REQUIRE_OK(cm_dma_info(fd, &cm_dma_info_cache));
+	close(fd);
+	if (cm_dma_info_cache.engine != COOPMPI_DMA_NONE)
+		return true;
+	printf("no DMA engine (dma=off): test skipped\n");
+	return false;
+}
+
+void cm_desc_local(struct coopmpi_dma_desc *d, const void *src,
+		   uint64_t dst_cookie, uint64_t dst_off, uint64_t len,
+		   uint64_t tag)
+{
+	memset(d, 0, sizeof(*d));
+	d->src = (uintptr_t)src;
+	d->dst_cookie = dst_cookie;
+	d->dst_offset = dst_off;
+	d->length = len;
+	d->user_tag = tag;
+}
+
+void cm_desc_region(struct coopmpi_dma_desc *d, uint64_t src_cookie,
+		    uint64_t src_off, uint64_t dst_cookie, uint64_t dst_off,
+		    uint64_t len, uint64_t tag)
+{
+	memset(d, 0, sizeof(*d));
+	d->flags = COOPMPI_DMA_SRC_REGION;
+	d->src = src_off;
+	d->src_cookie = src_cookie;
+	d->dst_cookie = dst_cookie;
+	d->dst_offset = dst_off;
+	d->length = len;
+	d->user_tag = tag;
+}
+
+void cm_desc_notify(struct coopmpi_dma_desc *d, uint64_t cookie,
+		    uint64_t off, uint64_t lo, uint64_t hi)
+{
+	d->flags |= COOPMPI_DMA_NOTIFY;
+	d->notify_cookie = cookie;
+	d->notify_offset = off;
+	memcpy(d->notify_data, &lo, 8);
+	memcpy(d->notify_data + 8, &hi, 8);
+}
+
+int cm_dma_submitv(int fd, const void *descs, uint32_t count,
+		   uint32_t desc_size, uint32_t *done)
+{
+	struct coopmpi_dma_submit s;
+	int r;
+
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	s.descs = (uintptr_t)descs;
+	s.count = count;
+	s.desc_size = desc_size;
+	s.done = 0xdeadbeef;
+	r = cm_ioctl(fd, COOPMPI_IOC_DMA_SUBMIT, &s);
+	if (done)
+		*done = s.done;
+	return r;
+}
+
+int cm_dma_submit(int fd, const struct coopmpi_dma_desc *d, uint32_t count,
+		  uint32_t *done)
+{
+	return cm_dma_submitv(fd, d, count, sizeof(*d), done);
+}
+
+int cm_cq_map(int fd, struct cm_cq *cq)
+{
+	size_t bytes = cm_dma_info_cache.cq_bytes;
+	void *p;
+
+	memset(cq, 0, sizeof(*cq));
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)COOPMPI_MMAP_DMA_CQ);
+	if (p == MAP_FAILED)
+		return -errno;
+	cq->base = p;
+	cq->bytes = bytes;
+	cq->hdr = p;
+	cq->cqes = (void *)((char *)p + COOPMPI_DMA_CQ_CQES_OFF);
+	cq->mask = cm_dma_info_cache.cq_entries - 1;
+	return 0;
+}
+
+void cm_cq_unmap(struct cm_cq *cq)
+{
+	if (cq->base)
+		munmap(cq->base, cq->bytes);
+	memset(cq, 0, sizeof(*cq));
+}
+
+unsigned cm_cq_reap(struct cm_cq *cq, struct coopmpi_dma_cqe *out,
+		    unsigned max)
+{
+	uint64_t head = __atomic_load_n(&cq->hdr->head, __ATOMIC_RELAXED);
+	uint64_t tail = __atomic_load_n(&cq->hdr->tail, __ATOMIC_ACQUIRE);
+	unsigned n = 0;
+
+	REQUIRE(tail - head <= cq->mask + 1ULL,
+		"CQ tail %llu head %llu: more entries than the CQ holds",
+		(unsigned long long)tail, (unsigned long long)head);
+	for (; head != tail && n < max; head++, n++)
+		out[n] = cq->cqes[head & cq->mask];
+	__atomic_store_n(&cq->hdr->head, head, __ATOMIC_RELEASE);
+	return n;
+}
+
+void cm_cq_wait(int fd, struct cm_cq *cq, struct coopmpi_dma_cqe *out,
+		unsigned n, unsigned timeout_ms)
+{
+	uint64_t deadline = cm_now_ms() + timeout_ms;
+	unsigned got = 0;
+
+	while (got < n) {
+		struct pollfd p = { .fd = fd, .events = POLLPRI };
+		uint64_t now;
+		int r;
+
+		got += cm_cq_reap(cq, out + got, n - got);
+		if (got == n)
+			break;
+		now = cm_now_ms();
+		REQUIRE(now < deadline,
+			"only %u of %u DMA completions within %u ms (dma_ops %llu)",
+			got, n, timeout_ms,
+			(unsigned long long)cm_sysfs_u64("dma_ops"));
+		r = poll(&p, 1, (int)(deadline - now));
+		REQUIRE(r >= 0 || errno == EINTR, "poll: %s", strerror(errno));
+		REQUIRE(!(p.revents & (POLLERR | POLLNVAL)), "poll revents %#x",
+			p.revents);
+	}
+}
+
+struct coopmpi_dma_cqe cm_dma_run(int fd, struct cm_cq *cq,
+				  const struct coopmpi_dma_desc *d)
+{
+	struct coopmpi_dma_cqe e;
+	uint32_t done;
+
+	REQUIRE_OK(cm_dma_submit(fd, d, 1, &done));
+	REQUIRE(done == 1, "done %u", done);
+	cm_cq_wait(fd, cq, &e, 1, 60000);
+	REQUIRE(e.user_tag == d->user_tag, "CQE tag %#llx, submitted %#llx",
+		(unsigned long long)e.user_tag,
+		(unsigned long long)d->user_tag);
+	return e;
+}
+
+void cm_dma_wait_idle(unsigned timeout_ms)
+{
+	uint64_t deadline = cm_now_ms() + timeout_ms;
+	uint64_t ops, bytes;
+
+	for (;;) {
+		ops = cm_sysfs_u64("dma_ops");
+		bytes = cm_sysfs_u64("dma_bytes");
+		if (!ops && !bytes)
+			return;
+		REQUIRE(cm_now_ms() < deadline,
+			"DMA not idle after %u ms: dma_ops %llu dma_bytes %llu",
+			timeout_ms, (unsigned long long)ops,
+			(unsigned long long)bytes);
+		cm_sleep_ms(10);
+	}
+}
+
+uint64_t cm_domain_offload(uint32_t domain_id, const char *field)
+{
+	char path[128], buf[512], *p;
+	size_t flen = strlen(field);
+	int n;
+
+	snprintf(path, sizeof(path), CM_SYSFS_DIR "/domains/%u/offload",
+		 domain_id);
+	n = cm_read_file(path, buf, sizeof(buf));
+	REQUIRE(n > 0, "read %s: %s", path, n < 0 ? strerror(-n) : "empty");
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, field, flen) && p[flen] == ' ')
+			return strtoull(p + flen + 1, NULL, 10);
+	REQUIRE(0, "%s has no %s: '%s'", path, field, buf);
+	return 0;
+}
+
+void cm_uffd_create(struct cm_uffd *u, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+
+	u->len = len;
+	u->fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	REQUIRE(u->fd >= 0, "userfaultfd: %s", strerror(errno));
+	REQUIRE(ioctl(u->fd, UFFDIO_API, &api) == 0, "UFFDIO_API: %s",
+		strerror(errno));
+	u->area = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	REQUIRE(u->area != MAP_FAILED, "mmap %zu: %s", len, strerror(errno));
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)u->area;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	REQUIRE(ioctl(u->fd, UFFDIO_REGISTER, &reg) == 0,
+		"UFFDIO_REGISTER: %s", strerror(errno));
+}
+
+void cm_uffd_fill(struct cm_uffd *u, size_t off, size_t len, uint64_t seed)
+{
+	uint8_t *buf = cm_map_anon(len);
+	struct uffdio_copy c;
+
+	cm_fill_pattern_at(buf, len, seed, off);
+	memset(&c, 0, sizeof(c));
+	c.dst = (uintptr_t)u->area + off;
+	c.src = (uintptr_t)buf;
+	c.len = len;
+	REQUIRE(ioctl(u->fd, UFFDIO_COPY, &c) == 0 && c.copy == (int64_t)len,
+		"UFFDIO_COPY %zu bytes at %zu: %s (copied %lld)", len, off,
+		strerror(errno), (long long)c.copy);
+	cm_unmap(buf, len);
+}
+
+void cm_uffd_destroy(struct cm_uffd *u)
+{
+	if (u->area)
+		munmap(u->area, u->len);
+	if (u->fd >= 0)
+		close(u->fd);
+	u->area = NULL;
+	u->fd = -1;
+}
