@@ -72,18 +72,41 @@ struct coop_provider_ops {
 
 	/* Is the peer still alive?  1 yes, 0 no. */
 	int (*peer_alive)(struct coop_provider *p, int peer);
+	/*
+	 * May copy() move data to/from this peer's regions?  1 yes, 0 no (e.g.
+	 * cross-process copies forbidden: the engine then pipelines through
+	 * shared bounce buffers).  Valid after connect().
+	 */
+	int (*copy_ok)(struct coop_provider *p, int peer);
 	/* Per-node load counters (shared memory, atomics). */
 	struct coopmpi_load_slot *(*load_slot)(struct coop_provider *p,
 					       int rank);
 	struct coopmpi_offload_counters *(*offload)(struct coop_provider *p);
 };
 
+/* Requests from the library, set before open(). */
+#define COOP_PROV_NO_COPY	(1u << 0)	/* never offer single copies */
+
 struct coop_provider {
 	const struct coop_provider_ops *ops;
 	void *priv;
 	int rank;
 	int nranks;
+	unsigned flags;		/* COOP_PROV_* */
+	unsigned ring_slots;	/* wanted ring size, power of two (shm) */
+	int verbose;		/* log decisions on stderr */
 };
+
+/*
+ * Provider registry (provider.c): the providers this build knows, in
+ * order of preference (kmod if /dev/coopmpi exists, then shm).
+ */
+const struct coop_provider_ops *coop_provider_find(const char *name);
+/* Open the preferred usable provider (or the one forced by name, may be
+ * NULL); fills p->ops/priv.  Logs the choice and the reason when
+ * p->verbose.  Returns 0 or a negative errno. */
+int coop_provider_open(struct coop_provider *p, const char *name,
+		       uint64_t job_key);
 
 extern const struct coop_provider_ops coop_provider_kmod;
 extern const struct coop_provider_ops coop_provider_shm;

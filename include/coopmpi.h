@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * coopmpi.h - libcoopmpi: intra-node MPI point-to-point messaging with
+ * cooperative rendezvous protocols.
+ *
+ * What it is
+ *   A messaging layer an MPI implementation (or a standalone program) puts
+ *   under its point-to-point calls.  It implements MPI matching semantics
+ *   (context id, source, tag, COOP_ANY_SOURCE/COOP_ANY_TAG, non-overtaking
+ *   order, unexpected messages, probe/mprobe, cancel, truncation), all MPI
+ *   send modes, persistent requests, and chooses per message between
+ *     - eager inline (envelope + data in one 64-byte control packet),
+ *     - copy eager through a shared-memory bounce buffer,
+ *     - rendezvous RGET, RPUT, RTR (receiver initiated) and COOP-p2p
+ *       (sender and receiver both copy parts of the message).
+ *   Bytes move through a "provider": the coopmpi kernel driver
+ *   (/dev/coopmpi) when present, else a user-space fallback (shared-memory
+ *   rings + process_vm_readv/writev, or bounce-buffer pipelining when
+ *   cross-process copies are forbidden).
+ *
+ * Ranks and communicators
+ *   Ranks are endpoint ranks 0..size-1 fixed at coop_init().  A
+ *   communicator is represented by its 16-bit context id (0..COOP_COMM_MAX);
+ *   an MPI implementation translates communicator ranks to endpoint ranks
+ *   and back (status.source is an endpoint rank).
+ *
+ * Error handling
+ *   Every function returns COOP_SUCCESS (0) or a positive COOP_ERR_* code;
+ *   coop_strerror() names it.  Invalid arguments are reported, never
+ *   crash.  When a peer process dies, every request that depends on it
+ *   completes with COOP_ERR_PEER_DEAD (pending COOP_ANY_SOURCE receives
+ *   too, so nobody hangs).
+ *
+ * Thread safety
+ *   COOP_THREAD_SERIALIZED: a context may be used by several threads, but
+ *   never by two at the same time (the caller serializes, e.g. with a
+ *   mutex).  Different contexts are independent.  coop_strerror() and
+ *   coop_thread_level() are always safe.
+ *
+ * Environment (read by coop_init; all ranks must agree on the starred ones,
+ * coop_connect() checks and fails with COOP_ERR_CONFIG otherwise):
+ *   COOP_PROVIDER=kmod|shm   force a provider (default: kmod if
+ *                            /dev/coopmpi exists and the library has it,
+ *                            else shm).
+ *   COOP_VERBOSE=1           one line on stderr: provider chosen and why,
+ *                            and the protocol settings.
+ *   COOP_EAGER_MAX=bytes   * largest message sent eagerly through a bounce
+ *                            buffer (default 65536; 0 = only inline eager;
+ *                            max 1 MiB).  Messages <= 48 bytes always go
+ *                            inline.  Measured here: bounce eager beats the
+ *                            best rendezvous up to 64 KiB (1.7 vs 7.5 us at
+ *                            64 KiB), and costs 64 slots of this size of
+ *                            shared memory per rank.
+ *   COOP_RNDV=auto|rget|rput|rtr|coop
+ *                          * rendezvous protocol (default auto: RGET below
+ *                            COOP_COOP_MIN, COOP-p2p at and above it).
+ *   COOP_COOP_MIN=bytes    * auto mode's COOP-p2p threshold (default 65536).
+ *   COOP_CHUNK=bytes         copy granularity of rendezvous copies; both
+ *                            sides of COOP-p2p pull chunks of this size from
+ *                            a shared work counter (default 131072).
+ *   COOP_CMA=auto|off        off: never use cross-process single copies,
+ *                            pipeline large messages through bounce
+ *                            buffers (default auto: probe at connect).
+ *   COOP_RING_SLOTS=n        control ring slots per endpoint (default 1024,
+ *                            power of two).
+ *   COOP_BOUNCE_SLOTS=n      bounce buffers per endpoint (default 64).
+ *   COOP_SPIN=n              busy polls before a blocked wait starts to
+ *                            sched_yield() (default 20000).  Waits never
+ *                            sleep: run at most one rank per CPU for speed
+ *                            (scripts/cooprun binds ranks to CPUs).
+ *   COOP_BOOT_TIMEOUT=sec    coop_init_from_env() rendezvous timeout (60).
+ */
+#ifndef COOPMPI_H
+#define COOPMPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(COOP_NO_VISIBILITY)
+#define COOP_API __attribute__((visibility("default")))
+#else
+#define COOP_API
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Constants                                                            */
+/* ------------------------------------------------------------------ */
+
+#define COOP_ANY_SOURCE		(-1)
+#define COOP_ANY_TAG		(-1)
+#define COOP_PROC_NULL		(-2)	/* send/recv to it complete at once */
+#define COOP_TAG_UB		0x7fffffff	/* valid tags: 0..COOP_TAG_UB */
+#define COOP_COMM_MAX		0xffff	/* valid context ids: 0..COOP_COMM_MAX */
+#define COOP_ADDR_MAX_LEN	256	/* largest coop_address() blob */
+#define COOP_BSEND_OVERHEAD	64	/* per-message bookkeeping, buffered sends */
+#define COOP_INLINE_MAX		48	/* largest payload of an inline packet */
+
+#define COOP_THREAD_SINGLE	0
+#define COOP_THREAD_FUNNELED	1
+#define COOP_THREAD_SERIALIZED	2
+#define COOP_THREAD_MULTIPLE	3
+
+/* Error codes (positive; COOP_SUCCESS is 0). */
+enum coop_error {
+	COOP_SUCCESS = 0,
+	COOP_ERR_ARG,		/* invalid argument (NULL pointer, bad value) */
+	COOP_ERR_RANK,		/* rank out of range */
+	COOP_ERR_TAG,		/* tag out of range */
+	COOP_ERR_COMM,		/* context id out of range */
+	COOP_ERR_COUNT,		/* size invalid (e.g. NULL buffer, len > 0) */
+	COOP_ERR_FLAGS,		/* unknown or conflicting flag bits */
+	COOP_ERR_REQUEST,	/* invalid request handle or request state */
+	COOP_ERR_TRUNCATE,	/* message longer than the receive buffer */
+	COOP_ERR_PEER_DEAD,	/* the peer process exited or closed */
+	COOP_ERR_NOMEM,		/* out of memory */
+	COOP_ERR_BUFFER,	/* buffered send: attached buffer too small */
+	COOP_ERR_IN_STATUS,	/* multiple completion: see statuses[i].error */
+	COOP_ERR_STATE,		/* call not valid now (not connected, ...) */
+	COOP_ERR_PROVIDER,	/* transport provider failure */
+	COOP_ERR_BOOTSTRAP,	/* coop_init_from_env rendezvous failed */
+	COOP_ERR_CONFIG,	/* ranks disagree on configuration, bad env */
+	COOP_ERR_COPY,		/* data copy failed (bad buffer address) */
+	COOP_ERR_UNSUPPORTED,	/* not supported by this build */
+	COOP_ERR_INTERNAL,	/* internal error (bug) */
+	COOP_ERR_LAST
+};
+
+/* Send mode (exactly one) and hint flags for coop_isend() and friends. */
+#define COOP_SEND_STANDARD	0u
+#define COOP_SEND_SYNC		(1u << 0)	/* completes after match */
+#define COOP_SEND_READY		(1u << 1)	/* receive is known posted */
+#define COOP_SEND_BUFFERED	(1u << 2)	/* copy to attached buffer */
+/*
+ * The caller will block on this request right away (MPI_Send/MPI_Recv as
+ * opposed to MPI_Isend/MPI_Irecv).  An input of the protocol engine's
+ * cooperative decision; it never changes semantics.  Valid for sends and
+ * receives.
+ */
+#define COOP_F_BLOCKING		(1u << 8)
+
+/* ------------------------------------------------------------------ */
+/* Types                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct coop_context coop_context_t;
+/* A request handle; NULL is the null request. */
+typedef struct coop_request coop_request_t;
+/* A message matched by coop_mprobe(); NULL is the null message. */
+typedef struct coop_message coop_message_t;
+
+typedef struct coop_status {
+	int source;		/* sender's endpoint rank */
+	int tag;		/* message tag */
+	size_t count;		/* bytes received (capped at the buffer) */
+	int error;		/* COOP_SUCCESS or the request's error */
+	int cancelled;		/* 1 if the request was cancelled */
+} coop_status_t;
+
+#define COOP_STATUS_IGNORE	((coop_status_t *)0)
+#define COOP_STATUSES_IGNORE	((coop_status_t *)0)
+
+typedef struct coop_init_params {
+	uint32_t size;		/* sizeof(coop_init_params_t) */
+	uint32_t flags;		/* must be 0 */
+	int rank;		/* this process: 0..nranks-1 */
+	int nranks;		/* processes of the job on this node, >= 1 */
+	uint64_t job_key;	/* unique per job: names shared objects */
+} coop_init_params_t;
+
+/* ------------------------------------------------------------------ */
+/* Context and endpoints                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * coop_init - create a context: open the transport endpoint, create the
+ * shared-memory segment (bounce buffers, cooperative work slots).
+ * Connect it with coop_address() + (all-gather) + coop_connect().
+ *   params: rank, nranks, job_key (all processes of the job pass the same
+ *           key; it must not be reused by two running jobs).
+ *   ctx:    out, the new context.
+ * Returns COOP_SUCCESS; COOP_ERR_ARG (NULL, bad size/flags), COOP_ERR_RANK
+ * (rank outside 0..nranks-1, nranks < 1 or > 65535), COOP_ERR_CONFIG (bad
+ * environment value), COOP_ERR_PROVIDER, COOP_ERR_NOMEM.
+ * Thread safety: any thread; the new context is not shared yet.
+ */
+COOP_API int coop_init(const coop_init_params_t *params, coop_context_t **ctx);
+
+/*
+ * coop_address - this endpoint's opaque address blob, to be exchanged
+ * with all other ranks (an MPI implementation uses its own all-gather).
+ *   blob: out buffer of *len bytes (COOP_ADDR_MAX_LEN is always enough).
+ *   len:  in: size of blob; out: bytes written.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL or buffer too small; *len then
+ * holds the size needed), COOP_ERR_PROVIDER.
+ */
+COOP_API int coop_address(coop_context_t *ctx, void *blob, size_t *len);
+
+/*
+ * coop_connect - make all ranks reachable.
+ *   blobs:  nranks blobs, blob of rank r at (char *)blobs + r * stride
+ *           (rank r's own blob included).
+ *   stride: distance between blobs, >= the largest blob length.
+ * Also probes single-copy permission (process_vm_readv of a peer's known
+ * address; on failure large messages are pipelined through bounce buffers
+ * and one line on stderr says why), and checks that all ranks use the same
+ * provider and protocol settings.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_STATE (connected already),
+ * COOP_ERR_CONFIG (settings differ), COOP_ERR_PROVIDER (peer unreachable).
+ */
+COOP_API int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride);
+
+/*
+ * coop_init_from_env - coop_init + address exchange + coop_connect for
+ * processes started by scripts/cooprun: reads COOP_RANK, COOP_SIZE and
+ * COOP_JOB, exchanges blobs through a shared-memory file
+ * /dev/shm/coopmpi-<job>-boot, and returns a connected context.  Waits at
+ * most COOP_BOOT_TIMEOUT seconds for the other ranks.
+ * Returns COOP_SUCCESS, COOP_ERR_BOOTSTRAP (variables missing/invalid,
+ * timeout), or any error of coop_init/coop_connect.
+ */
+COOP_API int coop_init_from_env(coop_context_t **ctx);
+
+/*
+ * coop_finalize - complete locally buffered work (pending control packets,
+ * buffered sends), tell the peers we leave cleanly, close the endpoint and
+ * free the context.  Requests still pending are abandoned (the application
+ * must complete them first, as in MPI); a peer that dies meanwhile does
+ * not block it.  ctx may be NULL (no-op).  With COOP_VERBOSE=1 one line
+ * counts the control packets received, by type.
+ * Returns COOP_SUCCESS.
+ */
+COOP_API int coop_finalize(coop_context_t *ctx);
+
+/* coop_rank / coop_size: this process's rank / the number of ranks.
+ * Return COOP_SUCCESS or COOP_ERR_ARG (NULL). */
+COOP_API int coop_rank(const coop_context_t *ctx, int *rank);
+COOP_API int coop_size(const coop_context_t *ctx, int *size);
+
+/* coop_provider_name: "shm" or "kmod" (NULL if ctx is NULL). */
+COOP_API const char *coop_provider_name(const coop_context_t *ctx);
+
+/* coop_thread_level: the supported level, COOP_THREAD_SERIALIZED. */
+COOP_API int coop_thread_level(void);
+
+/* coop_strerror: static description of an error code (never NULL). */
+COOP_API const char *coop_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Point-to-point                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * coop_isend - start a send of len bytes at buf to rank dest.
+ *   dest:  0..size-1, or COOP_PROC_NULL (completes at once).
+ *   tag:   0..COOP_TAG_UB.   comm: context id 0..COOP_COMM_MAX.
+ *   flags: one send mode (COOP_SEND_STANDARD/SYNC/READY/BUFFERED), optional
+ *          COOP_F_BLOCKING.
+ *   req:   out, the request; complete it with coop_wait/test*.
+ * The buffer must not be modified until the request completes (except in
+ * buffered mode, where it is copied before return).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_TAG,
+ * COOP_ERR_COMM, COOP_ERR_COUNT (buf NULL with len > 0), COOP_ERR_FLAGS,
+ * COOP_ERR_STATE (not connected), COOP_ERR_BUFFER (buffered mode, no room),
+ * COOP_ERR_PEER_DEAD (dest is known dead), COOP_ERR_NOMEM.
+ */
+COOP_API int coop_isend(coop_context_t *ctx, const void *buf, size_t len,
+			int dest, int tag, uint32_t comm, unsigned flags,
+			coop_request_t **req);
+
+/*
+ * coop_irecv - post a receive of up to cap bytes into buf.
+ *   source: 0..size-1, COOP_ANY_SOURCE, or COOP_PROC_NULL.
+ *   tag:    0..COOP_TAG_UB or COOP_ANY_TAG.
+ *   flags:  0 or COOP_F_BLOCKING.
+ * A longer message fills buf and completes with COOP_ERR_TRUNCATE
+ * (status.count = cap).  Errors as coop_isend.
+ */
+COOP_API int coop_irecv(coop_context_t *ctx, void *buf, size_t cap,
+			int source, int tag, uint32_t comm, unsigned flags,
+			coop_request_t **req);
+
+/* coop_send / coop_recv - blocking forms (isend/irecv + wait with
+ * COOP_F_BLOCKING added).  coop_recv returns the request's error
+ * (e.g. COOP_ERR_TRUNCATE) and fills status (may be COOP_STATUS_IGNORE). */
+COOP_API int coop_send(coop_context_t *ctx, const void *buf, size_t len,
+		       int dest, int tag, uint32_t comm, unsigned flags);
+COOP_API int coop_recv(coop_context_t *ctx, void *buf, size_t cap, int source,
+		       int tag, uint32_t comm, unsigned flags,
+		       coop_status_t *status);
+
+/*
+ * Persistent requests: coop_send_init / coop_recv_init create an inactive
+ * request with the same arguments and checks as coop_isend / coop_irecv;
+ * coop_start / coop_startall activate it; a completion call makes it
+ * inactive again (the handle stays valid); coop_request_free frees it.
+ * coop_start returns COOP_ERR_REQUEST if the request is not an inactive
+ * persistent request, COOP_ERR_BUFFER / COOP_ERR_PEER_DEAD as isend.
+ */
+COOP_API int coop_send_init(coop_context_t *ctx, const void *buf, size_t len,
+			    int dest, int tag, uint32_t comm, unsigned flags,
+			    coop_request_t **req);
+COOP_API int coop_recv_init(coop_context_t *ctx, void *buf, size_t cap,
+			    int source, int tag, uint32_t comm, unsigned flags,
+			    coop_request_t **req);
+COOP_API int coop_start(coop_request_t **req);
+COOP_API int coop_startall(int count, coop_request_t **reqs);
+
+/* ------------------------------------------------------------------ */
+/* Completion                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * coop_wait - block (busy polling, then yielding) until *req completes;
+ * fill status; free a non-persistent request and set *req = NULL.  A NULL
+ * or inactive request returns at once with an empty status (source
+ * COOP_ANY_SOURCE, tag COOP_ANY_TAG, count 0).
+ * Returns the request's error (COOP_SUCCESS, COOP_ERR_TRUNCATE,
+ * COOP_ERR_PEER_DEAD, ...) or COOP_ERR_ARG (req NULL).
+ */
+COOP_API int coop_wait(coop_request_t **req, coop_status_t *status);
+
+/*
+ * coop_test - one progress step; *flag = 1 and as coop_wait if *req is
+ * complete, else *flag = 0 and COOP_SUCCESS.
+ */
+COOP_API int coop_test(coop_request_t **req, int *flag, coop_status_t *status);
+
+/*
+ * Multiple completion, as MPI.  reqs[i] may be NULL (ignored).  statuses
+ * is an array of count (or COOP_STATUSES_IGNORE).  If a completed request
+ * has an error, the call returns COOP_ERR_IN_STATUS and each status'
+ * error field tells (waitany/testany return the error itself).
+ *   waitall/testall: all (testall: *flag = 1 only if all are complete, and
+ *                    then completes them all).
+ *   waitany/testany: one; *index = its position or -1 if all are NULL/
+ *                    inactive (testany: *flag = 1 then too).
+ *   waitsome/testsome: all that are complete now (waitsome blocks until at
+ *                    least one); *outcount = -1 if all are NULL/inactive;
+ *                    indices[] receives the positions.
+ * Return COOP_ERR_ARG for count < 0 or NULL arrays when count > 0.
+ * waitall progresses every context its requests belong to; waitany and
+ * waitsome progress only the first active request's context (pass
+ * requests of one context).
+ */
+COOP_API int coop_waitall(int count, coop_request_t **reqs,
+			  coop_status_t *statuses);
+COOP_API int coop_testall(int count, coop_request_t **reqs, int *flag,
+			  coop_status_t *statuses);
+COOP_API int coop_waitany(int count, coop_request_t **reqs, int *index,
+			  coop_status_t *status);
+COOP_API int coop_testany(int count, coop_request_t **reqs, int *index,
+			  int *flag, coop_status_t *status);
+COOP_API int coop_waitsome(int count, coop_request_t **reqs, int *outcount,
+			   int *indices, coop_status_t *statuses);
+COOP_API int coop_testsome(int count, coop_request_t **reqs, int *outcount,
+			   int *indices, coop_status_t *statuses);
+
+/*
+ * coop_request_free - free a request handle and set *req = NULL.  An
+ * active non-persistent request is freed when it completes (its buffer
+ * must still not be touched until then).  An active persistent request:
+ * COOP_ERR_REQUEST.
+ */
+COOP_API int coop_request_free(coop_request_t **req);
+
+/*
+ * coop_cancel - cancel a pending receive.  The request must still be
+ * completed with a wait/test call; status.cancelled tells whether the
+ * receive was cancelled (1) or had already matched a message (0).  A
+ * receive that advertised its buffer to a sender (RTR protocol) is
+ * cancelled through a handshake with that sender, so its completion needs
+ * the sender's progress.  Cancelling a send is not supported: returns
+ * COOP_ERR_UNSUPPORTED (the send completes normally).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_REQUEST (inactive).
+ */
+COOP_API int coop_cancel(coop_request_t *req);
+
+/*
+ * coop_progress - poll control messages and advance copies once.
+ * Returns COOP_SUCCESS or COOP_ERR_ARG.  Never blocks.
+ */
+COOP_API int coop_progress(coop_context_t *ctx);
+
+/* ------------------------------------------------------------------ */
+/* Probe                                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * coop_iprobe - is a message matching (source, tag, comm) waiting to be
+ * received?  *flag = 1 and status (source, tag, count = full message size)
+ * if so.  coop_probe blocks until one is.  The message stays queued.
+ * Errors as coop_irecv.
+ */
+COOP_API int coop_iprobe(coop_context_t *ctx, int source, int tag,
+			 uint32_t comm, int *flag, coop_status_t *status);
+COOP_API int coop_probe(coop_context_t *ctx, int source, int tag,
+			uint32_t comm, coop_status_t *status);
+
+/*
+ * coop_improbe / coop_mprobe - like iprobe/probe, but also dequeue the
+ * message: it can then only be received with coop_mrecv/coop_imrecv on
+ * *msg.  *msg = NULL when improbe finds nothing.
+ * coop_mrecv / coop_imrecv - receive a matched message into buf (up to cap
+ * bytes); set *msg = NULL.  Errors as coop_irecv plus COOP_ERR_ARG for a
+ * NULL message.
+ */
+COOP_API int coop_improbe(coop_context_t *ctx, int source, int tag,
+			  uint32_t comm, int *flag, coop_message_t **msg,
+			  coop_status_t *status);
+COOP_API int coop_mprobe(coop_context_t *ctx, int source, int tag,
+			 uint32_t comm, coop_message_t **msg,
+			 coop_status_t *status);
+COOP_API int coop_mrecv(coop_context_t *ctx, void *buf, size_t cap,
+			coop_message_t **msg, coop_status_t *status);
+COOP_API int coop_imrecv(coop_context_t *ctx, void *buf, size_t cap,
+			 coop_message_t **msg, coop_request_t **req);
+
+/* ------------------------------------------------------------------ */
+/* Buffered sends                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * coop_buffer_attach - give the library size bytes at buf for buffered
+ * sends; each buffered message uses at most len + COOP_BSEND_OVERHEAD of
+ * it.  One buffer per context.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL buf, size too small),
+ * COOP_ERR_STATE (a buffer is attached already).
+ * coop_buffer_detach - wait until all buffered messages are delivered,
+ * then return the buffer (buf, size may be NULL).  COOP_ERR_STATE if none
+ * is attached.
+ */
+COOP_API int coop_buffer_attach(coop_context_t *ctx, void *buf, size_t size);
+COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COOPMPI_H */

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * coop_internal.h - the context, request and message objects shared by the
+ * protocol engine's files:
+ *   request.c   request pool, completion, failure
+ *   match.c     posted / unexpected queues, RTR tickets and suspension
+ *   xfer.c      copy jobs (single-sided and cooperative) + load counters
+ *   proto_eager.c   inline and bounce-buffer eager
+ *   proto_rndv.c    RTS/CTS/FIN: RGET, RPUT, COOP-p2p, bounce pipeline
+ *   proto_rtr.c     receiver-initiated RTR, revoke (cancel)
+ *   progress.c  packet dispatch, backlog, peer failure
+ *   api*.c      public API and argument checks
+ */
+#ifndef COOP_INTERNAL_H
+#define COOP_INTERNAL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "coopmpi.h"
+#include "config.h"
+#include "pool.h"
+#include "provider.h"
+#include "shmseg.h"
+#include "util.h"
+#include "wire.h"
+
+#define COOP_HIDDEN __attribute__((visibility("hidden")))
+
+/* Request kinds */
+enum { REQ_SEND = 1, REQ_RECV = 2 };
+
+/* Events a request still waits for (req->pending). */
+#define EV_LOCAL	0x01	/* our copy / fragment pushing not done */
+#define EV_PEER		0x02	/* the peer's FIN (or CTS/RTR first) */
+#define EV_ACK		0x04	/* synchronous send: match not confirmed */
+#define EV_MATCH	0x08	/* receive: not matched yet */
+#define EV_REVOKE	0x10	/* receive: RTR revoke handshake pending */
+#define EV_FRAGS	0x20	/* receive: bounce fragments outstanding */
+
+/* Copy job kinds */
+enum { JOB_NONE, JOB_READ, JOB_WRITE, JOB_PUSH };
+
+struct coop_job {
+	uint8_t kind;
+	uint8_t queued;		/* on ctx->jobs */
+	int peer;
+	char *local;		/* local buffer base */
+	struct coop_rkey key;	/* peer's region (READ/WRITE) */
+	uint64_t len;		/* bytes to move in total */
+	uint64_t chunk;
+	uint64_t cursor;	/* private claim cursor */
+	struct coop_work_slot *shared;	/* COOP: shared work slot, or NULL */
+	int own_slot;		/* COOP receiver: index of that slot (ours) */
+	uint64_t done;		/* bytes this side copied */
+	uint64_t inflight_frags;
+	int err;
+};
+
+/* Everything the engine knows about an arriving message (eager or RTS). */
+struct coop_msgdesc {
+	uint8_t type;		/* PKT_EAGER, PKT_EAGER_BB, PKT_RTS */
+	uint8_t flags;		/* PF_* */
+	uint8_t proto;
+	uint8_t ilen;
+	int src;
+	int tag;
+	uint16_t comm;
+	uint32_t seq;
+	uint32_t sreq;
+	uint32_t slot;
+	uint64_t len;
+	struct coop_rkey key;
+	const uint8_t *data;	/* EAGER: payload */
+};
+
+/* An unexpected message (also the coop_message_t of mprobe) or, on the
+ * sender side, a queued RTR. */
+struct coop_message {
+	struct coop_pool_obj pobj;
+	struct dlist link;
+	struct coop_msgdesc d;
+	uint8_t data[PKT_INLINE_MAX];
+};
+
+struct coop_request {
+	struct coop_pool_obj pobj;	/* must be first */
+	struct coop_context *ctx;
+	struct dlist link;	/* ctx->prq (receive) or ctx->rts_sends */
+	struct dlist alink;	/* ctx->inflight */
+	struct dlist jlink;	/* ctx->jobs */
+	uint8_t kind;
+	uint8_t proto;
+	uint8_t is_static;	/* the shared "already complete" request */
+	uint8_t persistent;
+	uint8_t active;
+	uint8_t complete;
+	uint8_t user_freed;
+	uint8_t internal;	/* buffered send's inner request */
+	uint8_t ticketed;
+	uint8_t rtr_out;	/* receive advertised itself with an RTR */
+	uint8_t rts_sent;	/* send: an RTS went out */
+	uint8_t lkey_valid;
+	uint8_t cancel_wanted;
+	uint8_t wildcard;	/* receive counted in a suspension counter */
+	unsigned flags;		/* user flags (mode, COOP_F_BLOCKING) */
+	unsigned pending;	/* EV_* */
+	int peer;		/* dest / source (may be COOP_ANY_SOURCE) */
+	int tag;
+	uint16_t comm;
+	void *buf;
+	size_t len;		/* send length / receive capacity */
+	uint32_t seq;		/* RTR ticket */
+	uint32_t rid;		/* the peer's request id */
+	int peer_slot;		/* COOP sender: the receiver's work slot, -1 */
+	uint64_t xfer;		/* bytes moved by the rendezvous */
+	uint64_t frag_done;	/* receive: bounce bytes copied out */
+	struct coop_rkey lkey;	/* our region (registered) */
+	struct coop_job job;
+	coop_status_t status;
+	void *bblock;		/* buffered send: block in attached buffer */
+	int err;		/* first error */
+};
+
+struct coop_pkt_node {
+	struct coop_pool_obj pobj;
+	struct dlist link;
+	union coop_pkt pkt;
+};
+
+struct coop_peer {
+	struct coop_seg seg;	/* the peer's segment, mapped */
+	struct dlist backlog;	/* packets waiting for ring space */
+	unsigned nbacklog;
+	int dead;
+	int death_handled;
+	int said_bye;		/* finalized cleanly (PKT_BYE) */
+	int copy_ok;
+};
+
+/* RTR bookkeeping per (comm, peer, tag) and wildcard suspension counts. */
+struct coop_triple {
+	uint64_t key;
+	uint32_t scount;	/* sends posted to peer */
+	uint32_t rcount;	/* receives ticketed / messages consumed */
+	uint32_t susp;		/* wildcard keys: pending wildcard receives */
+	uint32_t revoking;	/* a revoke handshake is pending */
+	struct dlist rtrq;	/* sender: queued RTRs (struct coop_message) */
+};
+
+struct coop_tickets {
+	struct coop_triple **tab;
+	uint32_t mask;
+	uint32_t used;
+};
+
+struct coop_bsend {
+	char *buf;
+	size_t size;
+	size_t used_off;	/* simple first-fit over a block list */
+	struct dlist blocks;
+	unsigned nblocks;
+};
+
+struct coop_context {
+	struct coop_config cfg;
+	struct coop_provider prov;
+	int rank, size;
+	uint64_t key;
+	uint64_t cfg_hash;
+	int connected;
+	int rtr;		/* COOP_RNDV=rtr: tickets on */
+	struct coop_seg seg;
+	struct coop_peer *peers;
+	uint16_t *bslot_peer;	/* bounce slot -> peer it was lent to */
+	struct coop_pool reqs, msgs, pkts;
+	struct dlist prq;	/* posted receives, in posting order */
+	struct dlist umq;	/* unexpected messages, in arrival order */
+	struct dlist rts_sends;	/* RTR mode: long sends awaiting CTS/RTR */
+	struct dlist jobs;	/* active copy jobs, oldest first */
+	struct dlist inflight;	/* active requests */
+	unsigned nbacklogged;	/* peers with a backlog */
+	unsigned nwild;		/* pending wildcard receives (RTR mode) */
+	struct coop_tickets tk;
+	struct coopmpi_load_slot *load;
+	struct coop_bsend bs;
+	struct coop_request done_req;	/* static, always complete */
+	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
+	unsigned idle;
+	unsigned empty_polls;
+	unsigned deaths;	/* peers marked dead, not yet handled */
+	uint64_t last_check_ns;
+};
+
+/* request.c */
+COOP_HIDDEN struct coop_request *coop_req_new(struct coop_context *ctx,
+					      int kind);
+COOP_HIDDEN void coop_req_free(struct coop_request *r);
+COOP_HIDDEN uint32_t coop_req_id(const struct coop_request *r);
+COOP_HIDDEN struct coop_request *coop_req_lookup(struct coop_context *ctx,
+						 uint32_t id);
+/* Clear events; complete the request when none is left. */
+COOP_HIDDEN void coop_req_event(struct coop_request *r, unsigned ev);
+COOP_HIDDEN void coop_req_set_error(struct coop_request *r, int err);
+/* Fail a pending request: unlink it from every queue and complete it. */
+COOP_HIDDEN void coop_req_fail(struct coop_request *r, int err);
+COOP_HIDDEN void coop_req_activate(struct coop_request *r);
+
+/* match.c */
+COOP_HIDDEN int coop_match_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_match_fini(struct coop_context *ctx);
+COOP_HIDDEN struct coop_request *coop_match_posted(struct coop_context *ctx,
+						   const struct coop_msgdesc *m);
+COOP_HIDDEN struct coop_message *coop_match_unexpected(
+	struct coop_context *ctx, int src, int tag, uint16_t comm);
+COOP_HIDDEN int coop_match_add_unexpected(struct coop_context *ctx,
+					  const struct coop_msgdesc *m);
+/* A message (unexpected or arriving) was consumed by receive r. */
+COOP_HIDDEN void coop_match_consumed(struct coop_context *ctx,
+				     struct coop_request *r,
+				     const struct coop_msgdesc *m);
+/* Post receive r to the PRQ (tickets it, returns 1 if an RTR is due). */
+COOP_HIDDEN int coop_match_post(struct coop_context *ctx,
+				struct coop_request *r);
+COOP_HIDDEN void coop_match_unpost(struct coop_context *ctx,
+				   struct coop_request *r);
+COOP_HIDDEN int coop_match_envelope(int want_src, int want_tag,
+				    uint16_t want_comm, int src, int tag,
+				    uint16_t comm);
+COOP_HIDDEN struct coop_triple *coop_triple_get(struct coop_context *ctx,
+						uint16_t comm, int peer,
+						int tag);
+COOP_HIDDEN void coop_match_resume(struct coop_context *ctx, uint16_t comm);
+COOP_HIDDEN int coop_match_suspended(struct coop_context *ctx, uint16_t comm,
+				     int src, int tag);
+
+/* xfer.c */
+COOP_HIDDEN void coop_job_start(struct coop_request *r, int kind, int peer,
+				char *local, const struct coop_rkey *key,
+				uint64_t len, struct coop_work_slot *shared,
+				uint64_t chunk);
+COOP_HIDDEN int coop_job_step(struct coop_context *ctx);
+COOP_HIDDEN void coop_job_cancel(struct coop_request *r);
+/* A cooperative job whose bytes are all copied ends normally, even if
+ * the partner is gone: 1 if it did. */
+COOP_HIDDEN int coop_job_try_finish(struct coop_request *r);
+
+/* proto_eager.c */
+COOP_HIDDEN int coop_eager_send(struct coop_context *ctx,
+				struct coop_request *r);
+COOP_HIDDEN int coop_eager_fits(const struct coop_context *ctx, size_t len,
+				unsigned flags);
+COOP_HIDDEN int coop_eager_inline_fast(struct coop_context *ctx,
+				       const void *buf, size_t len, int dest,
+				       int tag, uint16_t comm);
+COOP_HIDDEN void coop_eager_deliver(struct coop_request *r,
+				    const struct coop_msgdesc *m);
+COOP_HIDDEN void coop_eager_discard(struct coop_context *ctx,
+				    const struct coop_msgdesc *m);
+
+/* proto_rndv.c */
+COOP_HIDDEN int coop_rndv_send(struct coop_context *ctx,
+			       struct coop_request *r);
+COOP_HIDDEN void coop_rndv_matched(struct coop_request *r,
+				   const struct coop_msgdesc *m);
+COOP_HIDDEN void coop_rndv_on_cts(struct coop_context *ctx,
+				  const struct coop_pkt_cts *p);
+COOP_HIDDEN void coop_rndv_on_fin(struct coop_context *ctx,
+				  const struct coop_pkt_fin *p);
+COOP_HIDDEN void coop_rndv_on_frag(struct coop_context *ctx,
+				   const struct coop_pkt_frag *p);
+COOP_HIDDEN void coop_rndv_job_done(struct coop_request *r);
+COOP_HIDDEN void coop_rndv_start_write(struct coop_request *r);
+COOP_HIDDEN int coop_rndv_reg(struct coop_request *r, unsigned access);
+COOP_HIDDEN int coop_send_fin(struct coop_context *ctx, int peer,
+			      uint32_t rid, int err, uint64_t len, int tag,
+			      uint64_t copied, uint8_t flags);
+COOP_HIDDEN void coop_send_slot_fin(struct coop_context *ctx, int peer,
+				    uint32_t slot);
+
+/* proto_rtr.c */
+COOP_HIDDEN void coop_rtr_send(struct coop_context *ctx,
+			       struct coop_request *r);
+COOP_HIDDEN void coop_rtr_on_rtr(struct coop_context *ctx,
+				 const struct coop_pkt_rtr *p);
+COOP_HIDDEN struct coop_message *coop_rtr_take(struct coop_context *ctx,
+					       struct coop_request *s);
+COOP_HIDDEN uint32_t coop_rtr_send_seq(struct coop_context *ctx,
+				       uint16_t comm, int dst, int tag,
+				       int eager);
+COOP_HIDDEN void coop_rtr_prune(struct coop_context *ctx, uint16_t comm,
+				int dst, int tag, uint32_t upto);
+COOP_HIDDEN int coop_rtr_cancel(struct coop_context *ctx,
+				struct coop_request *r);
+COOP_HIDDEN void coop_rtr_on_revoke(struct coop_context *ctx,
+				    const struct coop_pkt_revoke *p);
+COOP_HIDDEN void coop_rtr_on_revoke_reply(struct coop_context *ctx,
+					  const struct coop_pkt_revoke *p);
+
+/* progress.c */
+COOP_HIDDEN int coop_send_pkt(struct coop_context *ctx, int peer,
+			      union coop_pkt *pkt);
+COOP_HIDDEN int coop_progress_once(struct coop_context *ctx);
+/* Called in a blocked loop when progress found nothing to do. */
+COOP_HIDDEN void coop_idle(struct coop_context *ctx);
+COOP_HIDDEN void coop_peer_failed(struct coop_context *ctx, int peer);
+COOP_HIDDEN void coop_check_peers(struct coop_context *ctx);
+COOP_HIDDEN void coop_hdr_init(struct coop_context *ctx,
+			       struct coop_pkt_hdr *h, uint8_t type,
+			       uint16_t comm, int tag);
+
+/* recv.c: a receive meets its message */
+COOP_HIDDEN void coop_recv_deliver(struct coop_request *r,
+				   const struct coop_msgdesc *m);
+COOP_HIDDEN void coop_recv_post(struct coop_context *ctx,
+				struct coop_request *r);
+COOP_HIDDEN int coop_send_start(struct coop_context *ctx,
+				struct coop_request *r);
+COOP_HIDDEN void coop_recv_arrival(struct coop_context *ctx,
+				   const struct coop_msgdesc *m);
+
+COOP_HIDDEN int coop_send_rndv(struct coop_context *ctx,
+			       struct coop_request *r);
+
+/* bsend.c */
+COOP_HIDDEN int coop_bsend_start(struct coop_context *ctx,
+				 struct coop_request *r);
+COOP_HIDDEN void coop_bsend_release(struct coop_context *ctx, void *block);
+COOP_HIDDEN void coop_bsend_fini(struct coop_context *ctx);
+
+/* api_wait.c */
+COOP_HIDDEN int coop_wait_internal(struct coop_request *r);
+
+/* Convert a negative errno from the provider into a COOP error. */
+static inline int coop_err_from_errno(int e)
+{
+	switch (e) {
+	case -ESRCH:
+	case -EPIPE:
+	case -ENXIO:
+		return COOP_ERR_PEER_DEAD;
+	case -EFAULT:
+	case -ERANGE:
+	case -EACCES:
+		return COOP_ERR_COPY;
+	case -ENOMEM:
+		return COOP_ERR_NOMEM;
+	default:
+		return COOP_ERR_PROVIDER;
+	}
+}
+
+#endif

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * prov_kmod.c - the provider on top of coopmpi.ko (/dev/coopmpi).
+ *
+ * The job key is the protection domain: every rank of the job joins it, so
+ * the driver refuses any other domain (and any other user) access to our
+ * mailbox and regions.  Messages go straight into the peer's mapped ring
+ * (the packetizer window) without a system call; only a doorbell for a
+ * sleeping peer enters the kernel.  Copies are the driver's chunked COPY
+ * ioctl on registered regions, which pins a bounded number of pages at a
+ * time and charges the kernel_* load counters itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "provider.h"
+#include "ring.h"
+#include "util.h"
+
+#define KMOD_BLOB_MAGIC 0x4b4d4f31U	/* "KMO1" */
+#define KMOD_DEVICE "/dev/" COOPMPI_DEVICE_NAME
+
+struct kmod_blob {
+	uint32_t magic;
+	uint32_t rank;
+	uint32_t ep_id;
+	uint32_t generation;
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t key;
+};
+
+struct kmod_peer {
+	struct coop_ring ring;
+	void *map;
+	uint32_t ep_id;
+	uint32_t generation;
+	int connected;
+	int dead;
+};
+
+struct kmod_priv {
+	int fd;
+	uint64_t key;
+	struct coopmpi_info info;
+	struct coopmpi_join join;
+	struct coop_ring own;
+	void *own_map;
+	void *cnt_map;
+	struct coopmpi_offload_counters *offload;
+	struct coopmpi_load_slot *slots;
+	struct kmod_peer *peers;
+};
+
+static void *map_dev(int fd, uint64_t offset, uint64_t bytes)
+{
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       (off_t)offset);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int kmod_query_and_join(struct kmod_priv *k)
+{
+	k->info.size = sizeof(k->info);
+	if (ioctl(k->fd, COOPMPI_IOC_INFO, &k->info))
+		return -errno;
+	if (k->info.abi_version != COOPMPI_ABI_VERSION)
+		return -EPROTO;
+	k->join.size = sizeof(k->join);
+	k->join.key = k->key;
+	if (ioctl(k->fd, COOPMPI_IOC_JOIN, &k->join))
+		return -errno;
+	return 0;
+}
+
+static int kmod_map_own(struct kmod_priv *k)
+{
+	struct coopmpi_counters_hdr *h;
+
+	k->own_map = map_dev(k->fd, COOPMPI_MMAP_RING(k->join.ep_id),
+			     k->info.ring_bytes);
+	k->cnt_map = map_dev(k->fd, COOPMPI_MMAP_COUNTERS,
+			     k->info.counters_bytes);
+	if (!k->own_map || !k->cnt_map)
+		return -errno;
+	h = k->cnt_map;
+	k->offload = (struct coopmpi_offload_counters *)(h + 1);
+	k->slots = (struct coopmpi_load_slot *)(k->offload + 1);
+	return coop_ring_attach(&k->own, k->own_map, k->info.ring_bytes);
+}
+
+static int kmod_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
+			int nranks)
+{
+	struct kmod_priv *k = calloc(1, sizeof(*k));
+	int rc;
+
+	(void)rank;
+	if (!k)
+		return -ENOMEM;
+	p->priv = k;
+	k->key = job_key;
+	k->peers = calloc((size_t)nranks, sizeof(*k->peers));
+	k->fd = open(KMOD_DEVICE, O_RDWR | O_CLOEXEC);
+	if (k->fd < 0)
+		return -errno;
+	if (!k->peers)
+		return -ENOMEM;
+	rc = kmod_query_and_join(k);
+	if (!rc)
+		rc = kmod_map_own(k);
+	return rc;
+}
+
+static int kmod_address(struct coop_provider *p, void *blob, size_t *len)
+{
+	struct kmod_priv *k = p->priv;
+	struct kmod_blob b = {
+		.magic = KMOD_BLOB_MAGIC,
+		.rank = (uint32_t)p->rank,
+		.ep_id = k->join.ep_id,
+		.generation = k->join.generation,
+		.pid = (uint32_t)getpid(),
+		.key = k->key,
+	};
+
+	if (*len < sizeof(b)) {
+		*len = sizeof(b);
+		return -ENOSPC;
+	}
+	memcpy(blob, &b, sizeof(b));
+	*len = sizeof(b);
+	return 0;
+}
+
+static int kmod_connect(struct coop_provider *p, int rank, const void *blob,
+			size_t len)
+{
+	struct kmod_priv *k = p->priv;
+	struct kmod_peer *pe = &k->peers[rank];
+	struct kmod_blob b;
+
+	if (len < sizeof(b))
+		return -EINVAL;
+	memcpy(&b, blob, sizeof(b));
+	if (b.magic != KMOD_BLOB_MAGIC || b.key != k->key ||
+	    b.rank != (uint32_t)rank || b.ep_id >= k->info.max_endpoints)
+		return -EINVAL;
+	pe->ep_id = b.ep_id;
+	pe->generation = b.generation;
+	if (rank == p->rank) {
+		pe->ring = k->own;
+	} else {
+		pe->map = map_dev(k->fd, COOPMPI_MMAP_RING(b.ep_id),
+				  k->info.ring_bytes);
+		if (!pe->map)
+			return errno == ENXIO ? -ESRCH : -errno;
+		if (coop_ring_attach(&pe->ring, pe->map, k->info.ring_bytes))
+			return -EINVAL;
+		/* The slot may already hold a newer endpoint. */
+		if (pe->ring.hdr->generation != b.generation)
+			return -ESRCH;
+	}
+	pe->connected = 1;
+	return 0;
+}
+
+static void kmod_close(struct coop_provider *p)
+{
+	struct kmod_priv *k = p->priv;
+	int i;
+
+	if (!k)
+		return;
+	for (i = 0; k->peers && i < p->nranks; i++)
+		if (k->peers[i].map)
+			munmap(k->peers[i].map, k->info.ring_bytes);
+	if (k->own_map)
+		munmap(k->own_map, k->info.ring_bytes);
+	if (k->cnt_map)
+		munmap(k->cnt_map, k->info.counters_bytes);
+	if (k->fd >= 0)
+		close(k->fd);	/* the driver tears down regions and slots */
+	free(k->peers);
+	free(k);
+	p->priv = NULL;
+}
+
+static int kmod_doorbell(struct kmod_priv *k, uint32_t ep_id)
+{
+	struct coopmpi_doorbell db = { .size = sizeof(db), .peer = ep_id };
+
+	return ioctl(k->fd, COOPMPI_IOC_DOORBELL, &db) ? -errno : 0;
+}
+
+static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg)
+{
+	struct kmod_priv *k = p->priv;
+	struct kmod_peer *pe = &k->peers[peer];
+	int rc;
+
+	if (unlikely(pe->dead))
+		return -EPIPE;
+	rc = coop_ring_enqueue(&pe->ring, msg);
+	if (unlikely(rc > 0))
+		rc = kmod_doorbell(k, pe->ep_id) == -ENXIO ? -EPIPE : 0;
+	return rc;
+}
+
+static int kmod_poll_msg(struct coop_provider *p, void *msg)
+{
+	struct kmod_priv *k = p->priv;
+
+	return coop_ring_dequeue(&k->own, msg);
+}
+
+static int kmod_wait_msg(struct coop_provider *p, int timeout_ms)
+{
+	struct kmod_priv *k = p->priv;
+	struct coopmpi_ring_hdr *h = k->own.hdr;
+	struct pollfd pfd = { .fd = k->fd, .events = POLLIN };
+
+	__atomic_store_n(&h->wake_requested, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!coop_ring_ready(&k->own))
+		poll(&pfd, 1, timeout_ms);
+	__atomic_store_n(&h->wake_requested, 0, __ATOMIC_RELAXED);
+	return coop_ring_ready(&k->own);
+}
+
+static int kmod_reg(struct coop_provider *p, void *addr, size_t len,
+		    unsigned int access, struct coop_rkey *key)
+{
+	struct kmod_priv *k = p->priv;
+	struct coopmpi_region_register r = {
+		.size = sizeof(r),
+		.flags = access & COOPMPI_REGION_FLAGS,
+		.addr = (uint64_t)(uintptr_t)addr,
+		.length = len,
+	};
+
+	if (ioctl(k->fd, COOPMPI_IOC_REGION_REGISTER, &r))
+		return -errno;
+	key->cookie = r.cookie;
+	key->length = len;
+	return 0;
+}
+
+static int kmod_dereg(struct coop_provider *p, const struct coop_rkey *key)
+{
+	struct kmod_priv *k = p->priv;
+	struct coopmpi_region_deregister d = {
+		.size = sizeof(d),
+		.cookie = key->cookie,
+	};
+
+	return ioctl(k->fd, COOPMPI_IOC_REGION_DEREGISTER, &d) ? -errno : 0;
+}
+
+static ssize_t kmod_copy(struct coop_provider *p, int peer,
+			 const struct coop_rkey *key, uint64_t offset,
+			 const struct iovec *iov, int iovcnt, size_t len,
+			 enum coop_copy_dir dir)
+{
+	struct kmod_priv *k = p->priv;
+	struct coopmpi_copy c = {
+		.size = sizeof(c),
+		.flags = dir == COOP_COPY_FROM_PEER ? COOPMPI_COPY_FROM_REGION :
+						      COOPMPI_COPY_TO_REGION,
+		.cookie = key->cookie,
+		.offset = offset,
+		.iov = (uint64_t)(uintptr_t)iov,
+		.iov_count = (uint32_t)iovcnt,
+		.length = len,
+	};
+
+	(void)peer;	/* the cookie names the region, and so its owner */
+	if (ioctl(k->fd, COOPMPI_IOC_COPY, &c))
+		return -errno;
+	return (ssize_t)c.copied;
+}
+
+static int kmod_peer_alive(struct coop_provider *p, int peer)
+{
+	struct kmod_priv *k = p->priv;
+	struct kmod_peer *pe = &k->peers[peer];
+	struct coopmpi_ring_hdr *h;
+
+	if (peer == p->rank || pe->dead || !pe->connected)
+		return !pe->dead;
+	/* The driver marks a closed endpoint's ring; no system call. */
+	h = pe->ring.hdr;
+	if (__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE) ||
+	    h->generation != pe->generation)
+		pe->dead = 1;
+	return !pe->dead;
+}
+
+static int kmod_copy_ok(struct coop_provider *p, int peer)
+{
+	(void)p;
+	(void)peer;
+	return 1;	/* the driver copies for any member of the domain */
+}
+
+static struct coopmpi_load_slot *kmod_load_slot(struct coop_provider *p,
+						int rank)
+{
+	struct kmod_priv *k = p->priv;
+
+	if (!k->slots || rank < 0 || rank >= p->nranks ||
+	    !k->peers[rank].connected)
+		return NULL;
+	return &k->slots[k->peers[rank].ep_id];
+}
+
+static struct coopmpi_offload_counters *kmod_offload(struct coop_provider *p)
+{
+	struct kmod_priv *k = p->priv;
+
+	return k->offload;
+}
+
+const struct coop_provider_ops coop_provider_kmod = {
+	.name = "kmod",
+	.open = kmod_open_ep,
+	.address = kmod_address,
+	.connect = kmod_connect,
+	.close = kmod_close,
+	.send_msg = kmod_send_msg,
+	.poll_msg = kmod_poll_msg,
+	.wait_msg = kmod_wait_msg,
+	.reg = kmod_reg,
+	.dereg = kmod_dereg,
+	.copy = kmod_copy,
+	.peer_alive = kmod_peer_alive,
+	.copy_ok = kmod_copy_ok,
+	.load_slot = kmod_load_slot,
+	.offload = kmod_offload,
+};

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * prov_shm.c - the user-space provider: no kernel module needed.
+ *
+ * Each endpoint owns a mailbox ring in /dev/shm/coopmpi-<key>-ring-<rank>
+ * with the uapi ring layout (driven by ring.c); the per-node load counters
+ * live in /dev/shm/coopmpi-<key>-cnt with the uapi counters layout.
+ * Regions need no registration (the cookie is the address); copies use
+ * process_vm_readv/writev.  Single-copy permission (Yama ptrace scope,
+ * capabilities, seccomp, credentials) is tested for real at connect by
+ * reading a known word of the peer.  The doorbell is a futex on the
+ * ring's wake_requested word.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "provider.h"
+#include "ring.h"
+#include "util.h"
+
+#define SHM_BLOB_MAGIC 0x53484d31U	/* "SHM1" */
+
+struct shm_blob {
+	uint32_t magic;
+	uint32_t rank;
+	uint32_t pid;
+	uint32_t slots;
+	uint64_t key;
+	uint64_t probe_addr;
+	uint64_t probe_val;
+};
+
+struct shm_peer {
+	struct coop_ring ring;
+	void *map;
+	size_t bytes;
+	pid_t pid;
+	int pidfd;
+	int copy_ok;
+	int dead;
+};
+
+struct shm_priv {
+	uint64_t key;
+	struct coop_ring own;
+	void *own_map;
+	size_t ring_bytes;
+	char own_name[80];
+	struct shm_peer *peers;
+	void *cnt_map;
+	size_t cnt_bytes;
+	struct coopmpi_load_slot *slots;
+	struct coopmpi_offload_counters *offload;
+	volatile uint64_t probe_word;
+	int warned;
+};
+
+static int yama_scope(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	int scope = 0;
+
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 0;
+		fclose(f);
+	}
+	return scope;
+}
+
+static void ring_name(char *buf, size_t n, uint64_t key, int rank)
+{
+	snprintf(buf, n, "/coopmpi-%016llx-ring-%d", (unsigned long long)key,
+		 rank);
+}
+
+static void cnt_name(char *buf, size_t n, uint64_t key)
+{
+	snprintf(buf, n, "/coopmpi-%016llx-cnt", (unsigned long long)key);
+}
+
+static void *map_shm(const char *name, size_t bytes, int create)
+{
+	int fd, flags = O_RDWR | (create ? O_CREAT : 0);
+	void *m;
+
+	fd = shm_open(name, flags, 0600);
+	if (fd < 0)
+		return NULL;
+	if (create && ftruncate(fd, (off_t)bytes)) {
+		close(fd);
+		return NULL;
+	}
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int open_counters(struct shm_priv *s, int nranks, int rank)
+{
+	char name[80];
+	struct coopmpi_counters_hdr *h;
+
+	cnt_name(name, sizeof(name), s->key);
+	s->cnt_bytes = coopmpi_counters_bytes((uint32_t)nranks);
+	/* every rank creates-or-opens with the same size: idempotent */
+	s->cnt_map = map_shm(name, s->cnt_bytes, 1);
+	if (!s->cnt_map)
+		return -errno;
+	h = s->cnt_map;
+	h->version = COOPMPI_ABI_VERSION;
+	h->max_endpoints = (uint32_t)nranks;
+	__atomic_store_n(&h->magic, COOPMPI_COUNTERS_MAGIC, __ATOMIC_RELEASE);
+	s->offload = (struct coopmpi_offload_counters *)(h + 1);
+	s->slots = (struct coopmpi_load_slot *)(s->offload + 1);
+	memset(&s->slots[rank], 0, sizeof(s->slots[rank]));
+	s->slots[rank].pid = (uint32_t)getpid();
+	return 0;
+}
+
+static int create_ring(struct shm_priv *s, int rank, unsigned slots)
+{
+	int fd;
+
+	ring_name(s->own_name, sizeof(s->own_name), s->key, rank);
+	s->ring_bytes = coopmpi_ring_bytes(slots);
+	fd = shm_open(s->own_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 && errno == EEXIST) {	/* stale: a dead job's file */
+		shm_unlink(s->own_name);
+		fd = shm_open(s->own_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	}
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)s->ring_bytes)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	s->own_map = mmap(NULL, s->ring_bytes, PROT_READ | PROT_WRITE,
+			  MAP_SHARED, fd, 0);
+	close(fd);
+	if (s->own_map == MAP_FAILED) {
+		s->own_map = NULL;
+		return -ENOMEM;
+	}
+	coop_ring_format(s->own_map, slots, (uint32_t)rank, 1,
+			 (uint32_t)getpid());
+	return coop_ring_attach(&s->own, s->own_map, s->ring_bytes);
+}
+
+static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
+		       int nranks)
+{
+	struct shm_priv *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	p->priv = s;
+	s->key = job_key;
+	s->probe_word = 0x636f6f70ULL ^ ((uint64_t)getpid() << 16) ^ job_key;
+	/* Yama scope 1 lets only ancestors ptrace us; peers are siblings.
+	 * Allow them (as MPI libraries do) - same-uid processes only. */
+	if (yama_scope() == 1 && !(p->flags & COOP_PROV_NO_COPY))
+		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	s->peers = calloc((size_t)nranks, sizeof(*s->peers));
+	if (!s->peers)
+		return -ENOMEM;
+	rc = create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
+	if (!rc)
+		rc = open_counters(s, nranks, rank);
+	return rc;
+}
+
+static int shm_address(struct coop_provider *p, void *blob, size_t *len)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_blob b = {
+		.magic = SHM_BLOB_MAGIC,
+		.rank = (uint32_t)p->rank,
+		.pid = (uint32_t)getpid(),
+		.slots = s->own.mask + 1,
+		.key = s->key,
+		.probe_addr = (uint64_t)(uintptr_t)&s->probe_word,
+		.probe_val = s->probe_word,
+	};
+
+	if (*len < sizeof(b)) {
+		*len = sizeof(b);
+		return -ENOSPC;
+	}
+	memcpy(blob, &b, sizeof(b));
+	*len = sizeof(b);
+	return 0;
+}
+
+/* A field of /proc/self/status ("Seccomp", "CapEff"), as a number. */
+static unsigned long long status_field(const char *name, int base)
+{
+	char line[256];
+	size_t n = strlen(name);
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ':')
+			v = strtoull(line + n + 1, NULL, base);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+#define CAP_SYS_PTRACE_BIT 19
+
+/* Why process_vm_readv of a peer failed with err, in a few words. */
+static const char *cma_hint(int err)
+{
+	int cap = (status_field("CapEff", 16) >> CAP_SYS_PTRACE_BIT) & 1;
+	int scope = yama_scope();
+
+	if (err != EPERM && err != ENOSYS)
+		return strerror(err);
+	if (status_field("Seccomp", 10))
+		return "a seccomp filter denies process_vm_readv";
+	if (err == ENOSYS)
+		return "process_vm_readv not available in this kernel";
+	if (scope == 3)
+		return "Yama ptrace_scope=3 forbids all ptrace access";
+	if (scope == 2 && !cap)
+		return "Yama ptrace_scope=2 and no CAP_SYS_PTRACE";
+	if (scope == 1 && !cap)
+		return "Yama ptrace_scope=1 and the peer did not allow us";
+	return "ptrace access denied (other credentials or an LSM)";
+}
+
+/* The real test: read the peer's probe word through process_vm_readv. */
+static int probe_cma(struct coop_provider *p, struct shm_peer *pe,
+		     const struct shm_blob *b)
+{
+	struct shm_priv *s = p->priv;
+	uint64_t v = 0;
+	struct iovec l = { &v, sizeof(v) };
+	struct iovec r = { (void *)(uintptr_t)b->probe_addr, sizeof(v) };
+	ssize_t n;
+
+	if (p->flags & COOP_PROV_NO_COPY)
+		return 0;
+	n = process_vm_readv(pe->pid, &l, 1, &r, 1, 0);
+	if (n == (ssize_t)sizeof(v) && v == b->probe_val)
+		return 1;
+	if (!s->warned++)
+		coop_log(p->rank, "single-copy (CMA) to rank %u impossible: "
+			 "%s; using shared-memory bounce buffers", b->rank,
+			 n < 0 ? cma_hint(errno) : "probe word mismatch");
+	return 0;
+}
+
+static int shm_connect(struct coop_provider *p, int rank, const void *blob,
+		       size_t len)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_peer *pe = &s->peers[rank];
+	struct shm_blob b;
+	char name[80];
+
+	if (len < sizeof(b))
+		return -EINVAL;
+	memcpy(&b, blob, sizeof(b));
+	if (b.magic != SHM_BLOB_MAGIC || b.key != s->key ||
+	    b.rank != (uint32_t)rank)
+		return -EINVAL;
+	pe->pid = (pid_t)b.pid;
+	if (rank == p->rank) {
+		pe->ring = s->own;
+		pe->pidfd = -1;
+		pe->copy_ok = probe_cma(p, pe, &b);	/* seccomp applies too */
+		return 0;
+	}
+	ring_name(name, sizeof(name), s->key, rank);
+	pe->bytes = coopmpi_ring_bytes(b.slots);
+	pe->map = map_shm(name, pe->bytes, 0);
+	if (!pe->map)
+		return -errno;
+	if (coop_ring_attach(&pe->ring, pe->map, pe->bytes))
+		return -EINVAL;
+	pe->pidfd = (int)syscall(SYS_pidfd_open, pe->pid, 0);
+	pe->copy_ok = probe_cma(p, pe, &b);
+	return 0;
+}
+
+static void shm_close(struct coop_provider *p)
+{
+	struct shm_priv *s = p->priv;
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; s->peers && i < p->nranks; i++) {
+		if (s->peers[i].map)
+			munmap(s->peers[i].map, s->peers[i].bytes);
+		if (s->peers[i].pidfd > 0)
+			close(s->peers[i].pidfd);
+	}
+	if (s->own_map) {
+		struct coopmpi_ring_hdr *h = s->own_map;
+
+		__atomic_store_n(&h->closed, 1, __ATOMIC_RELEASE);
+		h->owner_pid = 0;
+		munmap(s->own_map, s->ring_bytes);
+		shm_unlink(s->own_name);
+	}
+	if (s->cnt_map) {
+		memset(&s->slots[p->rank], 0, sizeof(s->slots[p->rank]));
+		munmap(s->cnt_map, s->cnt_bytes);
+		if (p->rank == 0) {
+			char name[80];
+
+			cnt_name(name, sizeof(name), s->key);
+			shm_unlink(name);
+		}
+	}
+	free(s->peers);
+	free(s);
+	p->priv = NULL;
+}
+
+static void doorbell(struct coopmpi_ring_hdr *h)
+{
+	if (__atomic_exchange_n(&h->wake_requested, 0, __ATOMIC_ACQ_REL))
+		syscall(SYS_futex, &h->wake_requested, FUTEX_WAKE, INT_MAX,
+			NULL, NULL, 0);
+}
+
+static int shm_send_msg(struct coop_provider *p, int peer, const void *msg)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_peer *pe = &s->peers[peer];
+	int rc;
+
+	if (unlikely(pe->dead))
+		return -EPIPE;
+	rc = coop_ring_enqueue(&pe->ring, msg);
+	if (unlikely(rc > 0)) {
+		doorbell(pe->ring.hdr);
+		rc = 0;
+	}
+	return rc;
+}
+
+static int shm_poll_msg(struct coop_provider *p, void *msg)
+{
+	struct shm_priv *s = p->priv;
+
+	return coop_ring_dequeue(&s->own, msg);
+}
+
+static int shm_wait_msg(struct coop_provider *p, int timeout_ms)
+{
+	struct shm_priv *s = p->priv;
+	struct coopmpi_ring_hdr *h = s->own.hdr;
+	struct timespec ts = { timeout_ms / 1000,
+			       (long)(timeout_ms % 1000) * 1000000L };
+
+	__atomic_store_n(&h->wake_requested, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!coop_ring_ready(&s->own))
+		syscall(SYS_futex, &h->wake_requested, FUTEX_WAIT, 1,
+			timeout_ms >= 0 ? &ts : NULL, NULL, 0);
+	__atomic_store_n(&h->wake_requested, 0, __ATOMIC_RELAXED);
+	return coop_ring_ready(&s->own);
+}
+
+static int shm_reg(struct coop_provider *p, void *addr, size_t len,
+		   unsigned int access, struct coop_rkey *key)
+{
+	(void)p;
+	(void)access;
+	key->cookie = (uint64_t)(uintptr_t)addr;
+	key->length = len;
+	return 0;
+}
+
+static int shm_dereg(struct coop_provider *p, const struct coop_rkey *key)
+{
+	(void)p;
+	(void)key;
+	return 0;
+}
+
+static ssize_t shm_copy(struct coop_provider *p, int peer,
+			const struct coop_rkey *key, uint64_t offset,
+			const struct iovec *iov, int iovcnt, size_t len,
+			enum coop_copy_dir dir)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_peer *pe = &s->peers[peer];
+	struct iovec r;
+	ssize_t n;
+
+	if (offset > key->length || len > key->length - offset)
+		return -ERANGE;
+	if (!pe->copy_ok)
+		return -EPERM;
+	r.iov_base = (void *)(uintptr_t)(key->cookie + offset);
+	r.iov_len = len;
+	if (dir == COOP_COPY_FROM_PEER)
+		n = process_vm_readv(pe->pid, iov, (unsigned long)iovcnt, &r, 1,
+				     0);
+	else
+		n = process_vm_writev(pe->pid, iov, (unsigned long)iovcnt, &r,
+				      1, 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != len)	/* stops only at a fault */
+		return -EFAULT;
+	return n;
+}
+
+static int shm_peer_alive(struct coop_provider *p, int peer)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_peer *pe = &s->peers[peer];
+
+	if (peer == p->rank)
+		return 1;
+	if (pe->dead)
+		return 0;
+	if (__atomic_load_n(&pe->ring.hdr->closed, __ATOMIC_ACQUIRE)) {
+		pe->dead = 1;
+	} else if (pe->pidfd >= 0) {
+		struct pollfd pfd = { pe->pidfd, POLLIN, 0 };
+
+		if (poll(&pfd, 1, 0) > 0)	/* readable: exited */
+			pe->dead = 1;
+	} else if (kill(pe->pid, 0) && errno == ESRCH) {
+		pe->dead = 1;
+	}
+	return !pe->dead;
+}
+
+static int shm_copy_ok(struct coop_provider *p, int peer)
+{
+	struct shm_priv *s = p->priv;
+
+	return s->peers[peer].copy_ok;
+}
+
+static struct coopmpi_load_slot *shm_load_slot(struct coop_provider *p,
+					       int rank)
+{
+	struct shm_priv *s = p->priv;
+
+	if (!s->slots || rank < 0 || rank >= p->nranks)
+		return NULL;
+	return &s->slots[rank];
+}
+
+static struct coopmpi_offload_counters *shm_offload(struct coop_provider *p)
+{
+	struct shm_priv *s = p->priv;
+
+	return s->offload;
+}
+
+const struct coop_provider_ops coop_provider_shm = {
+	.name = "shm",
+	.open = shm_open_ep,
+	.address = shm_address,
+	.connect = shm_connect,
+	.close = shm_close,
+	.send_msg = shm_send_msg,
+	.poll_msg = shm_poll_msg,
+	.wait_msg = shm_wait_msg,
+	.reg = shm_reg,
+	.dereg = shm_dereg,
+	.copy = shm_copy,
+	.peer_alive = shm_peer_alive,
+	.copy_ok = shm_copy_ok,
+	.load_slot = shm_load_slot,
+	.offload = shm_offload,
+};

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ring.c - see ring.h and the protocol comment in coopmpi_uapi.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "ring.h"
+
+#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+int coop_ring_attach(struct coop_ring *r, void *mem, uint64_t ring_bytes)
+{
+	struct coopmpi_ring_hdr *h = mem;
+	uint32_t slots = h->slots;
+
+	if (h->magic != COOPMPI_RING_MAGIC ||
+	    h->version != COOPMPI_ABI_VERSION ||
+	    h->msg_size != COOPMPI_MSG_SIZE || !slots ||
+	    (slots & (slots - 1)) || coopmpi_ring_bytes(slots) > ring_bytes)
+		return -EINVAL;
+	r->hdr = h;
+	r->seq = (__u64 *)((char *)mem + COOPMPI_RING_SEQ_OFF);
+	r->msgs = (unsigned char *)mem + coopmpi_ring_msgs_off(slots);
+	r->mask = slots - 1;
+	r->head = LOAD_RLX(&h->head);
+	return 0;
+}
+
+void coop_ring_format(void *mem, uint32_t slots, uint32_t ep_id,
+		      uint32_t generation, uint32_t pid)
+{
+	struct coopmpi_ring_hdr *h = mem;
+	__u64 *seq = (__u64 *)((char *)mem + COOPMPI_RING_SEQ_OFF);
+	uint32_t i;
+
+	memset(h, 0, sizeof(*h));
+	h->version = COOPMPI_ABI_VERSION;
+	h->slots = slots;
+	h->msg_size = COOPMPI_MSG_SIZE;
+	h->ep_id = ep_id;
+	h->generation = generation;
+	h->owner_pid = pid;
+	for (i = 0; i < slots; i++)
+		seq[i] = i;
+	/* magic last: a peer attaching sees a complete ring or none */
+	STORE_REL(&h->magic, COOPMPI_RING_MAGIC);
+}
+
+int coop_ring_enqueue(struct coop_ring *r, const void *msg)
+{
+	struct coopmpi_ring_hdr *h = r->hdr;
+	uint64_t pos = LOAD_RLX(&h->tail);
+
+	if (__builtin_expect(LOAD_RLX(&h->closed) != 0, 0))
+		return -EPIPE;
+	for (;;) {
+		__u64 *slot_seq = &r->seq[pos & r->mask];
+		uint64_t s = LOAD_ACQ(slot_seq);
+
+		if (s == pos) {
+			if (__atomic_compare_exchange_n(&h->tail, &pos, pos + 1,
+							0, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+				break;
+			/* pos reloaded by the failed CAS */
+		} else if (s < pos) {
+			__atomic_fetch_add(&h->full_events, 1,
+					   __ATOMIC_RELAXED);
+			return -EAGAIN;
+		} else {
+			pos = LOAD_RLX(&h->tail);
+		}
+	}
+	memcpy(r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE, msg,
+	       COOPMPI_MSG_SIZE);
+	STORE_REL(&r->seq[pos & r->mask], pos + 1);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return LOAD_RLX(&h->wake_requested) ? 1 : 0;
+}
+
+int coop_ring_ready(const struct coop_ring *r)
+{
+	return LOAD_ACQ(&r->seq[r->head & r->mask]) == r->head + 1;
+}
+
+int coop_ring_dequeue(struct coop_ring *r, void *msg)
+{
+	uint64_t pos = r->head;
+	__u64 *slot_seq = &r->seq[pos & r->mask];
+
+	if (LOAD_ACQ(slot_seq) != pos + 1)
+		return 0;
+	memcpy(msg, r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE,
+	       COOPMPI_MSG_SIZE);
+	STORE_REL(slot_seq, pos + (uint64_t)r->mask + 1);
+	r->head = pos + 1;
+	STORE_REL(&r->hdr->head, pos + 1);
+	return 1;
+}

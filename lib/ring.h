@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ring.h - the mailbox ring protocol of include/coopmpi_uapi.h (bounded
+ * MPMC queue of 64-byte messages with a sequence word per slot), on memory
+ * mapped from the driver (kmod) or from /dev/shm (shm).  One
+ * implementation for both providers; the doorbell is the provider's job.
+ */
+#ifndef COOP_RING_H
+#define COOP_RING_H
+
+#include <stdint.h>
+
+#include "coopmpi_uapi.h"
+
+struct coop_ring {
+	struct coopmpi_ring_hdr *hdr;
+	__u64 *seq;
+	unsigned char *msgs;
+	uint32_t mask;
+	uint64_t head;		/* consumer: private copy of hdr->head */
+};
+
+/* Bind r to a mapped ring of ring_bytes; -EINVAL if the header is bad. */
+int coop_ring_attach(struct coop_ring *r, void *mem, uint64_t ring_bytes);
+/* Initialise a fresh ring in mem (owner side, shm provider only). */
+void coop_ring_format(void *mem, uint32_t slots, uint32_t ep_id,
+		      uint32_t generation, uint32_t pid);
+
+/*
+ * Enqueue one COOPMPI_MSG_SIZE message.  Returns 0 when enqueued and no
+ * wake-up is needed, 1 when enqueued and the consumer asked for a doorbell,
+ * -EAGAIN when full, -EPIPE when the owner closed the ring.
+ */
+int coop_ring_enqueue(struct coop_ring *r, const void *msg);
+/* Dequeue into msg: 1 got one, 0 empty. */
+int coop_ring_dequeue(struct coop_ring *r, void *msg);
+/* Consumer: is a message ready (without taking it)? */
+int coop_ring_ready(const struct coop_ring *r);
+
+#endif

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* shmseg.c - see shmseg.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shmseg.h"
+
+#define SEG_MAGIC 0x434d5347U	/* "CMSG" */
+#define SEG_VERSION 1
+#define PAGE 4096ULL
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
+
+static void seg_name(char *buf, size_t n, uint64_t key, int rank)
+{
+	snprintf(buf, n, "/coopmpi-%016llx-seg-%d", (unsigned long long)key,
+		 rank);
+}
+
+static void seg_bind(struct coop_seg *s, void *base)
+{
+	struct coop_seg_hdr *h = base;
+
+	s->base = base;
+	s->hdr = h;
+	s->work = (struct coop_work_slot *)((char *)base + h->off_work);
+	s->flags = (struct coop_bounce_flag *)((char *)base + h->off_flags);
+	s->bounce = (unsigned char *)base + h->off_bounce;
+}
+
+static void seg_layout(struct coop_seg_hdr *h, uint32_t nbounce,
+		       size_t bounce_size, uint32_t nwork)
+{
+	uint64_t off = PAGE;
+
+	h->magic = SEG_MAGIC;
+	h->version = SEG_VERSION;
+	h->nbounce = nbounce;
+	h->nwork = nwork;
+	h->bounce_size = bounce_size;
+	h->off_work = off;
+	off = ALIGN_UP(off + nwork * sizeof(struct coop_work_slot), PAGE);
+	h->off_flags = off;
+	off = ALIGN_UP(off + nbounce * sizeof(struct coop_bounce_flag), PAGE);
+	h->off_bounce = off;
+	h->bytes = ALIGN_UP(off + (uint64_t)nbounce * bounce_size, PAGE);
+}
+
+static int seg_open_fd(const char *name)
+{
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+
+	if (fd < 0 && errno == EEXIST) {
+		shm_unlink(name);
+		fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	}
+	return fd;
+}
+
+int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
+		    uint32_t nbounce, size_t bounce_size, uint32_t nwork)
+{
+	struct coop_seg_hdr h;
+	void *m;
+	uint32_t i;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	memset(&h, 0, sizeof(h));
+	seg_layout(&h, nbounce, ALIGN_UP(bounce_size, 64), nwork);
+	seg_name(s->name, sizeof(s->name), key, rank);
+	fd = seg_open_fd(s->name);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)h.bytes)) {
+		close(fd);
+		shm_unlink(s->name);
+		return -ENOMEM;
+	}
+	m = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		shm_unlink(s->name);
+		return -ENOMEM;
+	}
+	memcpy(m, &h, sizeof(h));
+	s->bytes = h.bytes;
+	seg_bind(s, m);
+	s->work_free = malloc(nwork * sizeof(uint32_t));
+	s->work_peer = malloc(nwork * sizeof(int32_t));
+	s->work_refs = calloc(nwork, 1);
+	if (!s->work_free || !s->work_peer || !s->work_refs) {
+		coop_seg_destroy(s);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nwork; i++) {
+		s->work_free[i] = nwork - 1 - i;
+		s->work_peer[i] = -1;
+	}
+	s->nwork_free = nwork;
+	s->neager = nbounce - nbounce / 4;
+	s->frag_next = s->neager;
+	return 0;
+}
+
+int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
+{
+	struct coop_seg_hdr h;
+	void *m;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	seg_name(s->name, sizeof(s->name), key, rank);
+	fd = shm_open(s->name, O_RDWR, 0);
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != SEG_MAGIC || h.version != SEG_VERSION) {
+		close(fd);
+		return -EINVAL;
+	}
+	m = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	s->bytes = h.bytes;
+	seg_bind(s, m);
+	return 0;
+}
+
+void coop_seg_unmap(struct coop_seg *s)
+{
+	if (s->base)
+		munmap(s->base, s->bytes);
+	free(s->work_free);
+	free(s->work_peer);
+	free(s->work_refs);
+	memset(s, 0, sizeof(*s));
+}
+
+void coop_seg_destroy(struct coop_seg *s)
+{
+	if (s->name[0])
+		shm_unlink(s->name);
+	coop_seg_unmap(s);
+}
+
+static int claim(struct coop_seg *s, uint32_t i)
+{
+	uint32_t zero = 0;
+
+	return __atomic_load_n(&s->flags[i].busy, __ATOMIC_ACQUIRE) == 0 &&
+	       __atomic_compare_exchange_n(&s->flags[i].busy, &zero, 1, 0,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+int coop_seg_bounce_alloc(struct coop_seg *s, int frag)
+{
+	uint32_t lo = frag ? s->neager : 0;
+	uint32_t n = frag ? s->hdr->nbounce - s->neager : s->neager;
+	uint32_t *cur = frag ? &s->frag_next : &s->eager_next;
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		uint32_t i = lo + (*cur - lo + k) % n;
+
+		if (claim(s, i)) {
+			*cur = lo + (i - lo + 1) % n;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+int coop_seg_work_alloc(struct coop_seg *s, uint64_t len, uint64_t chunk,
+			int peer)
+{
+	struct coop_work_slot *w;
+	uint32_t i;
+
+	if (!s->nwork_free)
+		return -1;
+	i = s->work_free[--s->nwork_free];
+	s->work_peer[i] = peer;
+	s->work_refs[i] = 2;
+	w = &s->work[i];
+	w->len = len;
+	w->chunk = chunk;
+	__atomic_store_n(&w->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->next, 0, __ATOMIC_RELEASE);
+	return (int)i;
+}
+
+void coop_seg_work_put(struct coop_seg *s, uint32_t slot, int peer)
+{
+	if (slot < s->hdr->nwork && s->work_peer[slot] == peer &&
+	    --s->work_refs[slot] == 0)
+		coop_seg_work_free(s, slot, peer);
+}
+
+int coop_seg_work_free(struct coop_seg *s, uint32_t slot, int peer)
+{
+	if (slot >= s->hdr->nwork || s->work_peer[slot] != peer)
+		return -1;
+	s->work_peer[slot] = -1;
+	s->work_refs[slot] = 0;
+	s->work_free[s->nwork_free++] = slot;
+	return 0;
+}
+
+void coop_seg_work_free_peer(struct coop_seg *s, int peer)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->hdr->nwork; i++)
+		if (s->work_peer[i] == peer)
+			coop_seg_work_free(s, i, peer);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * shmseg.h - the library's own shared-memory segment, one per rank,
+ * created with either provider (/dev/shm/coopmpi-<key>-seg-<rank>) and
+ * mapped by every peer at connect:
+ *   - bounce buffers: copy-eager messages and the pipelined fallback when
+ *     single copies are impossible.  The owner (sender) fills a slot, the
+ *     peer copies out and frees it by clearing its busy word.  The first
+ *     3/4 of the slots serve eager messages (which may wait unexpected for
+ *     long); the rest are kept for pipeline fragments, which are always
+ *     consumed promptly, so pipelines never starve.
+ *   - COOP-p2p work slots: a shared claim counter per cooperative
+ *     transfer.  The receiver allocates one, both sides fetch-add chunks
+ *     off it, so the faster side takes more.
+ */
+#ifndef COOP_SHMSEG_H
+#define COOP_SHMSEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct coop_work_slot {
+	uint64_t next;		/* atomic: next byte offset to claim */
+	uint64_t done;		/* atomic: bytes copied, both sides */
+	uint64_t len;
+	uint64_t chunk;
+	uint64_t pad[4];
+};
+
+struct coop_bounce_flag {
+	uint32_t busy;
+	uint32_t pad[15];
+};
+
+struct coop_seg_hdr {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t nbounce;
+	uint32_t nwork;
+	uint64_t bounce_size;
+	uint64_t off_work, off_flags, off_bounce, bytes;
+};
+
+/* A mapped segment: our own or a peer's. */
+struct coop_seg {
+	void *base;
+	size_t bytes;
+	struct coop_seg_hdr *hdr;
+	struct coop_work_slot *work;
+	struct coop_bounce_flag *flags;
+	unsigned char *bounce;
+	/* owner only */
+	char name[80];
+	uint32_t *work_free;
+	int32_t *work_peer;		/* partner of each busy slot, -1 free */
+	uint8_t *work_refs;		/* users left: our job, partner's FIN */
+	uint32_t nwork_free;
+	uint32_t eager_next, frag_next;	/* allocation cursors */
+	uint32_t neager;		/* slots 0..neager-1 serve eager */
+};
+
+int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
+		    uint32_t nbounce, size_t bounce_size, uint32_t nwork);
+int coop_seg_map(struct coop_seg *s, uint64_t key, int rank);
+void coop_seg_unmap(struct coop_seg *s);
+void coop_seg_destroy(struct coop_seg *s);
+
+/* Owner: a free bounce slot, marked busy, or -1.  frag selects the
+ * pipeline part of the pool. */
+int coop_seg_bounce_alloc(struct coop_seg *s, int frag);
+static inline void *coop_seg_bounce(const struct coop_seg *s, uint32_t slot)
+{
+	return s->bounce + (size_t)slot * s->hdr->bounce_size;
+}
+/* Reader (peer) or owner: give a slot back. */
+static inline void coop_seg_bounce_free(struct coop_seg *s, uint32_t slot)
+{
+	__atomic_store_n(&s->flags[slot].busy, 0, __ATOMIC_RELEASE);
+}
+static inline int coop_seg_slot_valid(const struct coop_seg *s, uint32_t slot)
+{
+	return s->hdr && slot < s->hdr->nbounce;
+}
+
+/*
+ * Owner (receiver): a cooperative work slot shared with peer, or -1.  It
+ * has two references, independent of the requests: our copy job (dropped
+ * when the job leaves the job list) and the peer (dropped by its FIN, sent
+ * once it will not touch the slot again); it is freed when both are gone,
+ * or when the peer dies.
+ */
+int coop_seg_work_alloc(struct coop_seg *s, uint64_t len, uint64_t chunk,
+			int peer);
+/* Drop one reference of a slot busy with peer. */
+void coop_seg_work_put(struct coop_seg *s, uint32_t slot, int peer);
+/* Free slot if it is busy with peer; 0 done, -1 not such a slot. */
+int coop_seg_work_free(struct coop_seg *s, uint32_t slot, int peer);
+/* Free every slot shared with peer (it died). */
+void coop_seg_work_free_peer(struct coop_seg *s, int peer);
+
+#endif

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * xfer.c - copy jobs: the data movement of the rendezvous protocols.
+ *
+ * A job copies len bytes between a local buffer and a peer's region in
+ * chunks, one chunk per progress step, so control packets keep flowing
+ * during large copies.  A single-sided job (RGET, RPUT, RTR, pipeline)
+ * claims chunks from a private cursor; a cooperative one (COOP-p2p) from
+ * the shared work counter both sides fetch-add, so the faster side takes
+ * more chunks; both add what they copied to the slot's done counter, and
+ * each side's job ends when done reaches the length: neither needs the
+ * other's FIN (nor its progress) to complete.  Every copy updates this rank's load slot of the per-node
+ * counters: pending_ops/pending_bytes grow when a copy is assigned
+ * (the whole job for single-sided, each claimed chunk for cooperative) and
+ * shrink when it is done; total_* only grow.
+ */
+#include <string.h>
+#include <sys/uio.h>
+
+#include "coop_internal.h"
+
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define SUB(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_RELAXED)
+
+void coop_job_start(struct coop_request *r, int kind, int peer, char *local,
+		    const struct coop_rkey *key, uint64_t len,
+		    struct coop_work_slot *shared, uint64_t chunk)
+{
+	struct coop_context *ctx = r->ctx;
+	struct coop_job *j = &r->job;
+
+	memset(j, 0, sizeof(*j));
+	j->kind = (uint8_t)kind;
+	j->peer = peer;
+	j->local = local;
+	if (key)
+		j->key = *key;
+	j->len = len;
+	j->shared = shared;
+	j->own_slot = -1;
+	j->chunk = chunk ? chunk : ctx->cfg.chunk;
+	j->queued = 1;
+	dlist_add_tail(&ctx->jobs, &r->jlink);
+	if (ctx->load) {
+		ADD(&ctx->load->pending_ops, 1);
+		if (!shared)
+			ADD(&ctx->load->pending_bytes, len);
+	}
+}
+
+static void job_unqueue(struct coop_request *r)
+{
+	struct coop_context *ctx = r->ctx;
+	struct coop_job *j = &r->job;
+
+	if (!j->queued)
+		return;
+	j->queued = 0;
+	dlist_del(&r->jlink);
+	if (j->shared && j->own_slot >= 0)	/* our use of our slot ends */
+		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
+	if (ctx->load) {
+		SUB(&ctx->load->pending_ops, 1);
+		ADD(&ctx->load->total_ops, 1);
+		if (!j->shared && j->len > j->done)
+			SUB(&ctx->load->pending_bytes, j->len - j->done);
+	}
+}
+
+void coop_job_cancel(struct coop_request *r)
+{
+	job_unqueue(r);
+}
+
+int coop_job_try_finish(struct coop_request *r)
+{
+	struct coop_job *j = &r->job;
+
+	if (!j->queued || !j->shared ||
+	    __atomic_load_n(&j->shared->done, __ATOMIC_ACQUIRE) < j->len)
+		return 0;
+	job_unqueue(r);
+	coop_rndv_job_done(r);
+	return 1;
+}
+
+/* Claim the next chunk: its offset, or UINT64_MAX when all are claimed. */
+static uint64_t job_claim(struct coop_job *j, uint64_t *n)
+{
+	uint64_t off;
+
+	if (j->shared)
+		off = __atomic_fetch_add(&j->shared->next, j->chunk,
+					 __ATOMIC_RELAXED);
+	else
+		off = j->cursor;
+	if (off >= j->len)
+		return UINT64_MAX;
+	if (!j->shared)
+		j->cursor = off + j->chunk;
+	*n = COOP_MIN(j->chunk, j->len - off);
+	return off;
+}
+
+static int job_copy(struct coop_context *ctx, struct coop_job *j,
+		    uint64_t off, uint64_t n)
+{
+	struct iovec iov = { j->local + off, n };
+	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
+						       COOP_COPY_TO_PEER;
+	ssize_t rc;
+
+	rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key, off, &iov, 1,
+				 n, dir);
+	if (rc < 0) {
+		if (rc == -ESRCH || rc == -EPIPE)
+			coop_peer_failed(ctx, j->peer);
+		return coop_err_from_errno((int)rc);
+	}
+	return COOP_SUCCESS;
+}
+
+/* Pipeline: one fragment through a bounce slot of ours. */
+static int job_push(struct coop_context *ctx, struct coop_request *r,
+		    uint64_t off, uint64_t n)
+{
+	union coop_pkt pkt;
+	int slot = coop_seg_bounce_alloc(&ctx->seg, 1);
+
+	if (slot < 0)
+		return -1;	/* no slot now: retry later */
+	memcpy(coop_seg_bounce(&ctx->seg, (uint32_t)slot),
+	       (char *)r->buf + off, n);
+	ctx->bslot_peer[slot] = (uint16_t)r->job.peer;
+	coop_hdr_init(ctx, &pkt.h, PKT_FRAG, r->comm, r->tag);
+	pkt.frag.rreq = r->rid;
+	pkt.frag.slot = (uint32_t)slot;
+	pkt.frag.off = off;
+	pkt.frag.len = n;
+	pkt.frag.total = r->len;
+	return coop_send_pkt(ctx, r->job.peer, &pkt);
+}
+
+static void job_finish(struct coop_request *r)
+{
+	job_unqueue(r);
+	coop_rndv_job_done(r);
+}
+
+/* One chunk of job r: 1 progress made, 0 stalled. */
+static int job_run(struct coop_context *ctx, struct coop_request *r)
+{
+	struct coop_job *j = &r->job;
+	uint64_t n = 0, off;
+	int rc;
+
+	if (j->kind == JOB_PUSH) {
+		n = COOP_MIN(j->chunk, j->len - COOP_MIN(j->cursor, j->len));
+		if (j->cursor < j->len) {
+			rc = job_push(ctx, r, j->cursor, n);
+			if (rc < 0)
+				return 0;
+			j->cursor += n;
+			j->done += n;
+			if (ctx->load)
+				SUB(&ctx->load->pending_bytes, n);
+			if (rc) {
+				j->err = rc;
+				job_finish(r);
+			}
+			return 1;
+		}
+		job_finish(r);
+		return 1;
+	}
+	off = job_claim(j, &n);
+	if (off == UINT64_MAX) {
+		/* cooperative: done when the partner's chunks are in too */
+		if (j->shared && __atomic_load_n(&j->shared->done,
+						 __ATOMIC_ACQUIRE) < j->len)
+			return 0;
+		job_finish(r);
+		return 1;
+	}
+	if (j->shared && ctx->load)
+		ADD(&ctx->load->pending_bytes, n);
+	rc = job_copy(ctx, j, off, n);
+	if (ctx->load) {
+		SUB(&ctx->load->pending_bytes, n);
+		ADD(&ctx->load->total_bytes, n);
+	}
+	j->done += n;
+	if (rc) {
+		j->err = rc;
+		job_finish(r);
+	} else if (j->shared) {
+		__atomic_fetch_add(&j->shared->done, n, __ATOMIC_RELEASE);
+	}
+	return 1;
+}
+
+int coop_job_step(struct coop_context *ctx)
+{
+	struct dlist *pos, *tmp;
+
+	dlist_for_each_safe(pos, tmp, &ctx->jobs) {
+		struct coop_request *r =
+			container_of(pos, struct coop_request, jlink);
+
+		if (job_run(ctx, r))
+			return 1;
+	}
+	return 0;
+}

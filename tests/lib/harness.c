@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* harness.c - see harness.h. */
+#include <errno.h>
+#include <glob.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <fcntl.h>
+
+#include "harness.h"
+#include "../../include/coopmpi_uapi.h"
+
+#define BARRIER_COMM 0xfffe
+
+int t_rank = -1;
+uint64_t t_job;
+static unsigned run_counter;
+
+void *shared_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		abort();
+	}
+	return p;
+}
+
+void shared_free(void *p, size_t bytes)
+{
+	munmap(p, bytes);
+}
+
+static void rank_main(int rank, int n, const char *const *env, rank_fn fn,
+		      void *arg)
+{
+	coop_context_t *ctx;
+	char buf[32];
+	int rc, i;
+
+	t_rank = rank;
+	snprintf(buf, sizeof(buf), "%d", rank);
+	setenv("COOP_RANK", buf, 1);
+	snprintf(buf, sizeof(buf), "%d", n);
+	setenv("COOP_SIZE", buf, 1);
+	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)t_job);
+	setenv("COOP_JOB", buf, 1);
+	for (i = 0; env && env[i]; i++) {
+		const char *e = env[i];
+		int only = -1, k = 0;
+
+		if (sscanf(e, "R%d:%n", &only, &k) == 1 && k > 0) {
+			if (only != rank)
+				continue;
+			e += k;
+		}
+		putenv((char *)e);
+	}
+	rc = coop_init_from_env(&ctx);
+	if (rc)
+		T_FAIL("coop_init_from_env: %s", coop_strerror(rc));
+	rc = fn(ctx, rank, n, arg);
+	if (rc)
+		T_FAIL("rank function returned %d", rc);
+	rc = coop_finalize(ctx);
+	if (rc)
+		T_FAIL("coop_finalize: %s", coop_strerror(rc));
+	fflush(stdout);
+	_exit(0);
+}
+
+static void cleanup_shm(uint64_t job)
+{
+	char pat[96];
+	glob_t g;
+	size_t i;
+
+	snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-%016llx-*",
+		 (unsigned long long)job);
+	if (glob(pat, 0, NULL, &g))
+		return;
+	for (i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int collect(int n, pid_t *pids, int timeout_s,
+		   struct rank_result *res)
+{
+	double deadline = now_s() + timeout_s;
+	int left = n, bad = 0, i, st;
+
+	while (left > 0) {
+		pid_t p = waitpid(-1, &st, WNOHANG);
+
+		if (p == 0) {
+			if (now_s() > deadline) {
+				fprintf(stderr, "harness: time limit of %d s "
+					"reached, killing the ranks\n",
+					timeout_s);
+				for (i = 0; i < n; i++)
+					if (pids[i])
+						kill(pids[i], SIGKILL);
+				deadline = 1e300;
+				bad = 1;
+			}
+			usleep(1000);
+			continue;
+		}
+		if (p < 0)
+			break;
+		for (i = 0; i < n && pids[i] != p; i++)
+			;
+		if (i == n)
+			continue;
+		pids[i] = 0;
+		left--;
+		res[i].exited = WIFEXITED(st);
+		res[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		res[i].signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		if (!res[i].exited || res[i].status)
+			bad = 1;
+	}
+	return bad;
+}
+
+int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
+	      int timeout_s, struct rank_result *results)
+{
+	struct rank_result local[64];
+	struct rank_result *res = results ? results : local;
+	pid_t pids[64];
+	int i, bad;
+
+	if (n > 64)
+		return -1;
+	t_job = ((uint64_t)getpid() << 24) ^ ((uint64_t)++run_counter << 8) ^
+		(uint64_t)time(NULL) << 40;
+	fflush(stdout);
+	fflush(stderr);
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0)
+			rank_main(i, n, env, fn, arg);
+		if (pids[i] < 0) {
+			perror("fork");
+			abort();
+		}
+	}
+	bad = collect(n, pids, timeout_s, res);
+	cleanup_shm(t_job);
+	return bad;
+}
+
+const volatile struct coopmpi_load_slot *t_load_slots(int size)
+{
+	char name[96];
+	size_t bytes = coopmpi_counters_bytes((uint32_t)size);
+	void *m;
+	int fd;
+
+	snprintf(name, sizeof(name), "/coopmpi-%016llx-cnt",
+		 (unsigned long long)t_job);
+	fd = shm_open(name, O_RDONLY, 0);
+	if (fd < 0)
+		T_FAIL("open %s", name);
+	m = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		T_FAIL("map counters");
+	if (((struct coopmpi_counters_hdr *)m)->magic != COOPMPI_COUNTERS_MAGIC)
+		T_FAIL("counters magic");
+	return (const volatile struct coopmpi_load_slot *)((char *)m +
+		sizeof(struct coopmpi_counters_hdr) +
+		sizeof(struct coopmpi_offload_counters));
+}
+
+void t_barrier(coop_context_t *ctx, int rank, int size)
+{
+	int i;
+
+	/* gather to 0, then release */
+	if (rank == 0) {
+		for (i = 1; i < size; i++)
+			T_OK(coop_recv(ctx, NULL, 0, i, 0, BARRIER_COMM, 0,
+				       NULL));
+		for (i = 1; i < size; i++)
+			T_OK(coop_send(ctx, NULL, 0, i, 1, BARRIER_COMM, 0));
+	} else {
+		T_OK(coop_send(ctx, NULL, 0, 0, 0, BARRIER_COMM, 0));
+		T_OK(coop_recv(ctx, NULL, 0, 0, 1, BARRIER_COMM, 0, NULL));
+	}
+}
+
+static inline uint32_t xs(uint32_t *s)
+{
+	uint32_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return *s = x;
+}
+
+void t_fill(void *buf, size_t len, uint32_t seed)
+{
+	unsigned char *p = buf;
+	uint32_t s = seed * 2654435761u + 1;
+	size_t i;
+
+	for (i = 0; i + 4 <= len; i += 4) {
+		uint32_t v = xs(&s);
+
+		memcpy(p + i, &v, 4);
+	}
+	for (; i < len; i++)
+		p[i] = (unsigned char)xs(&s);
+}
+
+long t_check(const void *buf, size_t len, uint32_t seed)
+{
+	const unsigned char *p = buf;
+	uint32_t s = seed * 2654435761u + 1;
+	size_t i;
+
+	for (i = 0; i + 4 <= len; i += 4) {
+		uint32_t v = xs(&s);
+
+		if (memcmp(p + i, &v, 4))
+			return (long)i;
+	}
+	for (; i < len; i++)
+		if (p[i] != (unsigned char)xs(&s))
+			return (long)i;
+	return -1;
+}

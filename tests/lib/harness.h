@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * harness.h - multi-process test harness for libcoopmpi: run a function in
+ * N forked ranks (each one bootstrapped with coop_init_from_env under a
+ * fresh job key and optional environment overrides), with a time limit.
+ */
+#ifndef TEST_HARNESS_H
+#define TEST_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "coopmpi.h"
+
+typedef int (*rank_fn)(coop_context_t *ctx, int rank, int size, void *arg);
+
+/* Outcome of one rank: exit status, or signal number if killed. */
+struct rank_result {
+	int exited;
+	int status;
+	int signo;
+};
+
+/*
+ * Run fn in n ranks.  env: NULL or "VAR=value" strings (NULL-terminated)
+ * set in every rank before coop_init_from_env ("R<k>:VAR=value": rank k
+ * only).  Returns 0 if every rank
+ * exited 0 within timeout_s; results (may be NULL) gets each rank's fate.
+ */
+int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
+	      int timeout_s, struct rank_result *results);
+
+/* Shared memory visible to all ranks of the next run_ranks (MAP_SHARED). */
+void *shared_alloc(size_t bytes);
+void shared_free(void *p, size_t bytes);
+
+/* Inside a rank: fail loudly and exit(1). */
+#define T_FAIL(...) do { \
+	fprintf(stderr, "[rank %d] %s:%d: ", t_rank, __FILE__, __LINE__); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
+	fflush(stderr); _exit(1); } while (0)
+#define T_ASSERT(c, ...) do { if (!(c)) { \
+	fprintf(stderr, "[rank %d] failed: %s\n", t_rank, #c); \
+	T_FAIL(__VA_ARGS__); } } while (0)
+#define T_OK(call) do { int rc_ = (call); if (rc_) \
+	T_FAIL("%s -> %s", #call, coop_strerror(rc_)); } while (0)
+
+extern int t_rank;		/* rank of this process (-1 in the parent) */
+extern uint64_t t_job;		/* job key of the current run */
+
+/* The job's per-node load counters (uapi layout), mapped read-only. */
+struct coopmpi_load_slot;
+const volatile struct coopmpi_load_slot *t_load_slots(int size);
+
+/* Helpers for rank code */
+void t_barrier(coop_context_t *ctx, int rank, int size);
+void t_fill(void *buf, size_t len, uint32_t seed);
+/* Index of the first byte that differs from t_fill(seed), or -1. */
+long t_check(const void *buf, size_t len, uint32_t seed);
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * t_api.c - argument checking, error codes, a single-rank context
+ * (self messages), completion calls, persistent requests, buffered sends.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tests.h"
+
+/* A connected one-rank context without the bootstrap. */
+static coop_context_t *solo_ctx(void)
+{
+	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1 };
+	coop_context_t *ctx;
+	unsigned char blob[COOP_ADDR_MAX_LEN];
+	size_t len = sizeof(blob);
+
+	p.job_key = ((uint64_t)getpid() << 20) ^ 0x5e1f;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_SUCCESS);
+	ck_assert_int_eq(coop_address(ctx, blob, &len), COOP_SUCCESS);
+	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_SUCCESS);
+	return ctx;
+}
+
+START_TEST(test_init_args)
+{
+	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1,
+				 .job_key = 42 };
+	coop_context_t *ctx = NULL;
+	unsigned char blob[COOP_ADDR_MAX_LEN];
+	size_t len = 4;
+
+	ck_assert_int_eq(coop_init(NULL, &ctx), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_init(&p, NULL), COOP_ERR_ARG);
+	p.size = 3;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_ARG);
+	p.size = sizeof(p);
+	p.flags = 1;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_ARG);
+	p.flags = 0;
+	p.rank = 1;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_RANK);
+	p.rank = -1;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_RANK);
+	p.rank = 0;
+	p.nranks = 0;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_RANK);
+	p.nranks = 1;
+	setenv("COOP_RNDV", "bogus", 1);
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_CONFIG);
+	unsetenv("COOP_RNDV");
+	setenv("COOP_EAGER_MAX", "12x", 1);
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_CONFIG);
+	unsetenv("COOP_EAGER_MAX");
+	setenv("COOP_PROVIDER", "nope", 1);
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_CONFIG);
+	if (access("/dev/coopmpi", F_OK)) {	/* forced but unusable */
+		setenv("COOP_PROVIDER", "kmod", 1);
+		ck_assert_int_eq(coop_init(&p, &ctx), COOP_ERR_PROVIDER);
+	}
+	setenv("COOP_PROVIDER", "shm", 1);
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_SUCCESS);
+	ck_assert_str_eq(coop_provider_name(ctx), "shm");
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+	unsetenv("COOP_PROVIDER");
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_SUCCESS);
+	/* not connected yet */
+	ck_assert_int_eq(coop_isend(ctx, blob, 1, 0, 0, 0, 0,
+				    &(coop_request_t *){ NULL }),
+			 COOP_ERR_STATE);
+	ck_assert_int_eq(coop_progress(ctx), COOP_ERR_STATE);
+	ck_assert_int_eq(coop_address(ctx, blob, &len), COOP_ERR_ARG);
+	ck_assert_uint_ge(len, 8);
+	len = sizeof(blob);
+	ck_assert_int_eq(coop_address(ctx, blob, &len), COOP_SUCCESS);
+	ck_assert_int_eq(coop_connect(ctx, NULL, 64), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_connect(ctx, blob, 2), COOP_ERR_ARG);
+	blob[0] ^= 0xff;
+	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_ERR_ARG);
+	blob[0] ^= 0xff;
+	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_SUCCESS);
+	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_ERR_STATE);
+	ck_assert_str_eq(coop_provider_name(ctx), "shm");
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+	ck_assert_int_eq(coop_finalize(NULL), COOP_SUCCESS);
+	ck_assert_int_eq(coop_init_from_env(NULL), COOP_ERR_ARG);
+	unsetenv("COOP_RANK");
+	ck_assert_int_eq(coop_init_from_env(&ctx), COOP_ERR_BOOTSTRAP);
+}
+END_TEST
+
+START_TEST(test_p2p_args)
+{
+	coop_context_t *ctx = solo_ctx();
+	coop_request_t *r = NULL;
+	coop_status_t st;
+	coop_message_t *m = NULL;
+	char buf[64];
+	int flag, idx, n, rank, size;
+
+	ck_assert_int_eq(coop_isend(NULL, buf, 1, 0, 0, 0, 0, &r), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, 0, 0, 0, NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 1, 0, 0, 0, &r), COOP_ERR_RANK);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, -7, 0, 0, 0, &r), COOP_ERR_RANK);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, COOP_ANY_SOURCE, 0, 0, 0, &r),
+			 COOP_ERR_RANK);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, -1, 0, 0, &r), COOP_ERR_TAG);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, -9, 0, 0, &r), COOP_ERR_TAG);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, 0, 0x10000, 0, &r),
+			 COOP_ERR_COMM);
+	ck_assert_int_eq(coop_isend(ctx, NULL, 1, 0, 0, 0, 0, &r),
+			 COOP_ERR_COUNT);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, 0, 0, 1u << 20, &r),
+			 COOP_ERR_FLAGS);
+	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, 0, 0,
+				    COOP_SEND_SYNC | COOP_SEND_READY, &r),
+			 COOP_ERR_FLAGS);
+	ck_assert_int_eq(coop_send(ctx, buf, 1, 0, 0, 0, 0x80), COOP_ERR_FLAGS);
+	ck_assert_int_eq(coop_irecv(ctx, buf, 1, 0, 0, 0, COOP_SEND_SYNC, &r),
+			 COOP_ERR_FLAGS);
+	ck_assert_int_eq(coop_irecv(ctx, buf, 1, 3, 0, 0, 0, &r), COOP_ERR_RANK);
+	ck_assert_int_eq(coop_irecv(ctx, buf, 1, 0, -2, 0, 0, &r), COOP_ERR_TAG);
+	ck_assert_int_eq(coop_irecv(ctx, NULL, 5, 0, 0, 0, 0, &r),
+			 COOP_ERR_COUNT);
+	ck_assert_int_eq(coop_recv(ctx, buf, 1, 0, 0, 99999, 0, NULL),
+			 COOP_ERR_COMM);
+	ck_assert_int_eq(coop_send_init(ctx, buf, 1, 2, 0, 0, 0, &r),
+			 COOP_ERR_RANK);
+	ck_assert_int_eq(coop_recv_init(ctx, buf, 1, 0, 0, 0, 7, &r),
+			 COOP_ERR_FLAGS);
+	ck_assert_int_eq(coop_iprobe(ctx, 5, 0, 0, &flag, &st), COOP_ERR_RANK);
+	ck_assert_int_eq(coop_iprobe(ctx, 0, -3, 0, &flag, &st), COOP_ERR_TAG);
+	ck_assert_int_eq(coop_iprobe(ctx, 0, 0, 0, NULL, &st), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_improbe(ctx, 0, 0, 0, &flag, NULL, &st),
+			 COOP_ERR_ARG);
+	ck_assert_int_eq(coop_mrecv(ctx, buf, 1, &m, &st), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_mrecv(ctx, buf, 1, NULL, &st), COOP_ERR_ARG);
+	/* completion calls */
+	ck_assert_int_eq(coop_wait(NULL, &st), COOP_ERR_ARG);
+	r = NULL;
+	ck_assert_int_eq(coop_wait(&r, &st), COOP_SUCCESS);
+	ck_assert_int_eq(st.source, COOP_ANY_SOURCE);
+	ck_assert_int_eq(coop_test(&r, NULL, &st), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_waitall(-1, NULL, NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_waitall(2, NULL, NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_waitany(1, &r, &idx, &st), COOP_SUCCESS);
+	ck_assert_int_eq(idx, -1);
+	ck_assert_int_eq(coop_waitsome(1, &r, &n, &idx, NULL), COOP_SUCCESS);
+	ck_assert_int_eq(n, -1);
+	ck_assert_int_eq(coop_testany(1, &r, &idx, NULL, &st), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_request_free(NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_request_free(&r), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_cancel(NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_start(NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_startall(-1, NULL), COOP_ERR_ARG);
+	/* start on a non-persistent request; cancel of a send */
+	ck_assert_int_eq(coop_irecv(ctx, buf, 8, 0, 5, 0, 0, &r), COOP_SUCCESS);
+	ck_assert_int_eq(coop_start(&r), COOP_ERR_REQUEST);
+	ck_assert_int_eq(coop_cancel(r), COOP_SUCCESS);
+	ck_assert_int_eq(coop_wait(&r, &st), COOP_SUCCESS);
+	ck_assert_int_eq(st.cancelled, 1);
+	ck_assert_ptr_null(r);
+	ck_assert_int_eq(coop_isend(ctx, buf, 8, 0, 5, 0, COOP_SEND_SYNC, &r),
+			 COOP_SUCCESS);
+	ck_assert_int_eq(coop_cancel(r), COOP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(coop_recv(ctx, buf, 8, 0, 5, 0, 0, &st), COOP_SUCCESS);
+	ck_assert_int_eq(coop_wait(&r, NULL), COOP_SUCCESS);
+	/* buffers */
+	ck_assert_int_eq(coop_buffer_detach(ctx, NULL, NULL), COOP_ERR_STATE);
+	ck_assert_int_eq(coop_buffer_attach(ctx, NULL, 100), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_buffer_attach(ctx, buf, 8), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_buffer_attach(ctx, buf, sizeof(buf)),
+			 COOP_SUCCESS);
+	ck_assert_int_eq(coop_buffer_attach(ctx, buf, sizeof(buf)),
+			 COOP_ERR_STATE);
+	ck_assert_int_eq(coop_buffer_detach(ctx, NULL, NULL), COOP_SUCCESS);
+	/* misc */
+	ck_assert_int_eq(coop_rank(ctx, &rank), COOP_SUCCESS);
+	ck_assert_int_eq(coop_size(ctx, &size), COOP_SUCCESS);
+	ck_assert_int_eq(rank, 0);
+	ck_assert_int_eq(size, 1);
+	ck_assert_int_eq(coop_rank(NULL, &rank), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_thread_level(), COOP_THREAD_SERIALIZED);
+	ck_assert_int_eq(coop_progress(NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+}
+END_TEST
+
+START_TEST(test_strerror)
+{
+	int e;
+
+	for (e = 0; e < COOP_ERR_LAST; e++) {
+		ck_assert_ptr_nonnull(coop_strerror(e));
+		ck_assert_str_ne(coop_strerror(e), "unknown error");
+	}
+	ck_assert_str_eq(coop_strerror(-1), "unknown error");
+	ck_assert_str_eq(coop_strerror(COOP_ERR_LAST), "unknown error");
+	ck_assert_str_eq(coop_strerror(12345), "unknown error");
+}
+END_TEST
+
+/* Self messages of every kind and size in one process. */
+START_TEST(test_self)
+{
+	static const size_t sizes[] = { 0, 5, 48, 49, 16384, 70000, 1 << 20 };
+	coop_context_t *ctx = solo_ctx();
+	size_t i, big = 1 << 20;
+	char *s = malloc(big), *d = malloc(big);
+	coop_request_t *rr, *sr;
+	coop_status_t st;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		t_fill(s, sizes[i], (uint32_t)i);
+		memset(d, 0, big);
+		ck_assert_int_eq(coop_irecv(ctx, d, big, COOP_ANY_SOURCE,
+					    COOP_ANY_TAG, 3, 0, &rr), 0);
+		ck_assert_int_eq(coop_isend(ctx, s, sizes[i], 0, 77, 3, 0, &sr),
+				 0);
+		ck_assert_int_eq(coop_wait(&rr, &st), 0);
+		ck_assert_int_eq(coop_wait(&sr, NULL), 0);
+		ck_assert_int_eq(st.source, 0);
+		ck_assert_int_eq(st.tag, 77);
+		ck_assert_uint_eq(st.count, sizes[i]);
+		ck_assert_int_eq(t_check(d, sizes[i], (uint32_t)i), -1);
+		/* unexpected path: send first */
+		ck_assert_int_eq(coop_isend(ctx, s, sizes[i], 0, 78, 3, 0, &sr),
+				 0);
+		ck_assert_int_eq(coop_recv(ctx, d, big, 0, 78, 3, 0, &st), 0);
+		ck_assert_int_eq(coop_wait(&sr, NULL), 0);
+		ck_assert_int_eq(t_check(d, sizes[i], (uint32_t)i), -1);
+	}
+	/* PROC_NULL */
+	ck_assert_int_eq(coop_send(ctx, s, 10, COOP_PROC_NULL, 0, 0, 0), 0);
+	ck_assert_int_eq(coop_recv(ctx, d, 10, COOP_PROC_NULL, 0, 0, 0, &st), 0);
+	ck_assert_int_eq(st.source, COOP_PROC_NULL);
+	ck_assert_uint_eq(st.count, 0);
+	free(s);
+	free(d);
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+}
+END_TEST
+
+/* waitany / waitsome / testall / testsome / testany on self messages. */
+START_TEST(test_completion_calls)
+{
+	coop_context_t *ctx = solo_ctx();
+	coop_request_t *r[6];
+	coop_status_t st[6];
+	int buf[6], out[6], idx[6], i, n, flag, total = 0;
+
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(coop_irecv(ctx, &out[i], sizeof(int), 0, i, 1,
+					    0, &r[i]), 0);
+	ck_assert_int_eq(coop_testall(6, r, &flag, st), 0);
+	ck_assert_int_eq(flag, 0);
+	ck_assert_int_eq(coop_testsome(6, r, &n, idx, st), 0);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(coop_testany(6, r, &i, &flag, st), 0);
+	ck_assert_int_eq(flag, 0);
+	for (i = 0; i < 6; i++) {
+		buf[i] = 100 + i;
+		ck_assert_int_eq(coop_send(ctx, &buf[i], sizeof(int), 0, 5 - i,
+					   1, 0), 0);
+	}
+	ck_assert_int_eq(coop_waitany(6, r, &i, &st[0]), 0);
+	ck_assert_ptr_null(r[i]);
+	ck_assert_int_eq(out[i], 100 + 5 - i);
+	total++;
+	ck_assert_int_eq(coop_waitsome(6, r, &n, idx, st), 0);
+	ck_assert_int_ge(n, 1);
+	total += n;
+	ck_assert_int_eq(coop_testall(6, r, &flag, st), 0);
+	ck_assert_int_eq(flag, 1);
+	for (i = 0; i < 6; i++) {
+		ck_assert_ptr_null(r[i]);
+		ck_assert_int_eq(out[i], 100 + 5 - i);
+	}
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+}
+END_TEST
+
+TCase *tc_api(void)
+{
+	TCase *tc = tcase_create("api");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_init_args);
+	tcase_add_test(tc, test_p2p_args);
+	tcase_add_test(tc, test_strerror);
+	tcase_add_test(tc, test_self);
+	tcase_add_test(tc, test_completion_calls);
+	return tc;
+}

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * t_proto.c - every protocol, forced with COOP_RNDV (and the bounce
+ * pipeline with COOP_CMA=off): sizes 0 B .. 64 MiB on unaligned buffers,
+ * receive posted before and after the send, truncation, ordering of mixed
+ * eager/rendezvous messages, and the per-node load counters.
+ */
+#include <check.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "harness.h"
+#include "tests.h"
+#include "../../include/coopmpi_uapi.h"
+
+static const size_t sizes[] = {
+	0, 1, 7, 47, 48, 49, 63, 64, 1000, 4095, 4096, 16383, 16384, 16385,
+	65535, 65536, 65537, 200000, (1 << 20) + 3, (4 << 20) + 5,
+	(16 << 20) + 1, 64 << 20,
+};
+#define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
+#define COMM 11
+
+struct bufs {
+	char *base[NSIZES];
+	char *p[NSIZES];
+};
+
+static void alloc_bufs(struct bufs *b, int recv_side)
+{
+	int i;
+
+	for (i = 0; i < NSIZES; i++) {
+		size_t off = recv_side ? (size_t)(i % 7) + 1 : (size_t)(i % 5) + 3;
+
+		b->base[i] = malloc(sizes[i] + 16);
+		b->p[i] = b->base[i] + off;	/* unaligned */
+	}
+}
+
+static void free_bufs(struct bufs *b)
+{
+	int i;
+
+	for (i = 0; i < NSIZES; i++)
+		free(b->base[i]);
+}
+
+static void check_recv(struct bufs *b, coop_status_t *st, int phase)
+{
+	int i;
+
+	for (i = 0; i < NSIZES; i++) {
+		long bad = t_check(b->p[i], sizes[i], (uint32_t)(i + 100 * phase));
+
+		T_ASSERT(st[i].error == 0, "size %zu: %s", sizes[i],
+			 coop_strerror(st[i].error));
+		T_ASSERT(st[i].count == sizes[i], "size %zu: count %zu",
+			 sizes[i], st[i].count);
+		T_ASSERT(st[i].source == 0 && st[i].tag == i, "size %zu",
+			 sizes[i]);
+		T_ASSERT(bad < 0, "size %zu: byte %ld differs", sizes[i], bad);
+	}
+}
+
+/* Phase 1: receives posted first; phase 2: sends first. */
+static int sizes_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	coop_request_t *r[NSIZES];
+	coop_status_t st[NSIZES];
+	struct bufs b;
+	int i, phase;
+
+	(void)arg;
+	alloc_bufs(&b, rank);
+	for (phase = 1; phase <= 2; phase++) {
+		if (rank == 0)
+			for (i = 0; i < NSIZES; i++)
+				t_fill(b.p[i], sizes[i], (uint32_t)(i + 100 * phase));
+		else
+			for (i = 0; i < NSIZES; i++)
+				memset(b.p[i], 0, sizes[i]);
+		if (rank == 1 && phase == 1)
+			for (i = 0; i < NSIZES; i++)
+				T_OK(coop_irecv(ctx, b.p[i], sizes[i], 0, i, COMM,
+						0, &r[i]));
+		t_barrier(ctx, rank, size);
+		if (rank == 0) {
+			for (i = 0; i < NSIZES; i++)
+				T_OK(coop_isend(ctx, b.p[i], sizes[i], 1, i, COMM,
+						0, &r[i]));
+			t_barrier(ctx, rank, size);
+			T_OK(coop_waitall(NSIZES, r, st));
+		} else {
+			t_barrier(ctx, rank, size);
+			if (phase == 2)	/* reverse order, mixed blocking */
+				for (i = NSIZES - 1; i >= 0; i--)
+					T_OK(coop_irecv(ctx, b.p[i], sizes[i],
+							0, i, COMM, 0, &r[i]));
+			T_OK(coop_waitall(NSIZES, r, st));
+			check_recv(&b, st, phase);
+		}
+	}
+	free_bufs(&b);
+	return 0;
+}
+
+/* Truncation at every protocol level. */
+static int trunc_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	static const size_t len[] = { 40, 5000, 100000, 3 << 20 };
+	static const size_t cap[] = { 10, 100, 50001, 1 << 20 };
+	char *buf = malloc(4 << 20), *ref = malloc(4 << 20);
+	coop_status_t st;
+	int i;
+
+	(void)arg;
+	(void)size;
+	for (i = 0; i < 4; i++) {
+		t_fill(ref, len[i], (uint32_t)i);
+		if (rank == 0) {
+			t_fill(buf, len[i], (uint32_t)i);
+			T_OK(coop_send(ctx, buf, len[i], 1, i, COMM, 0));
+		} else {
+			memset(buf, 0, 4 << 20);
+			T_ASSERT(coop_recv(ctx, buf, cap[i], 0, i, COMM, 0, &st) ==
+				 COOP_ERR_TRUNCATE, "len %zu", len[i]);
+			T_ASSERT(st.error == COOP_ERR_TRUNCATE, "status");
+			T_ASSERT(st.count == cap[i], "count %zu", st.count);
+			T_ASSERT(!memcmp(buf, ref, cap[i]), "data");
+			T_ASSERT(buf[cap[i]] == 0, "wrote past the buffer");
+		}
+	}
+	free(buf);
+	free(ref);
+	return 0;
+}
+
+/* Same tag, alternating eager/rendezvous sizes: arrive in send order. */
+static int order_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	enum { N = 24 };
+	static const size_t len[] = { 8, 300000, 5000, 0, 70000, 40 };
+	coop_request_t *r[N];
+	coop_status_t st[N];
+	char *buf[N];
+	int i;
+
+	(void)arg;
+	for (i = 0; i < N; i++) {
+		buf[i] = malloc(300000);
+		if (rank == 0)
+			t_fill(buf[i], len[i % 6], (uint32_t)i);
+	}
+	if (rank == 1)	/* half posted before the sends */
+		for (i = 0; i < N / 2; i++)
+			T_OK(coop_irecv(ctx, buf[i], 300000, 0, 5, COMM, 0,
+					&r[i]));
+	t_barrier(ctx, rank, size);
+	if (rank == 0) {
+		for (i = 0; i < N; i++)
+			T_OK(coop_isend(ctx, buf[i], len[i % 6], 1, 5, COMM,
+					i % 4 == 3 ? COOP_SEND_SYNC : 0, &r[i]));
+		T_OK(coop_waitall(N, r, st));
+	} else {
+		for (i = N / 2; i < N; i++)
+			T_OK(coop_irecv(ctx, buf[i], 300000, i % 2 ? 0 :
+					COOP_ANY_SOURCE, 5, COMM, 0, &r[i]));
+		T_OK(coop_waitall(N, r, st));
+		for (i = 0; i < N; i++) {
+			T_ASSERT(st[i].count == len[i % 6], "msg %d count %zu",
+				 i, st[i].count);
+			T_ASSERT(t_check(buf[i], len[i % 6], (uint32_t)i) < 0,
+				 "msg %d data", i);
+		}
+	}
+	for (i = 0; i < N; i++)
+		free(buf[i]);
+	return 0;
+}
+
+static const char *const env_auto[] = { NULL };
+static const char *const env_rget[] = { "COOP_RNDV=rget", NULL };
+static const char *const env_rput[] = { "COOP_RNDV=rput", NULL };
+static const char *const env_rtr[] = { "COOP_RNDV=rtr", NULL };
+static const char *const env_coop[] = { "COOP_RNDV=coop", NULL };
+static const char *const env_coop_small[] = { "COOP_RNDV=coop",
+	"COOP_CHUNK=4096", "COOP_EAGER_MAX=0", NULL };
+static const char *const env_bounce[] = { "COOP_CMA=off", NULL };
+static const char *const env_bounce_rtr[] = { "COOP_CMA=off",
+	"COOP_RNDV=rtr", "COOP_BOUNCE_SLOTS=8", NULL };
+
+static const char *const *const envs[] = {
+	env_auto, env_rget, env_rput, env_rtr, env_coop, env_coop_small,
+	env_bounce, env_bounce_rtr,
+};
+static const char *const env_names[] = {
+	"auto", "rget", "rput", "rtr", "coop", "coop+4k chunks, no bounce eager",
+	"cma off", "cma off + rtr",
+};
+
+START_TEST(test_sizes)
+{
+	fprintf(stderr, "sizes: protocol %s\n", env_names[_i]);
+	ck_assert_int_eq(run_ranks(2, envs[_i], sizes_rank, NULL, 120, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_truncate)
+{
+	ck_assert_int_eq(run_ranks(2, envs[_i], trunc_rank, NULL, 60, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_order)
+{
+	ck_assert_int_eq(run_ranks(2, envs[_i], order_rank, NULL, 60, NULL), 0);
+}
+END_TEST
+
+/* Every copy is accounted: pending back to 0, totals grew. */
+static int load_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const volatile struct coopmpi_load_slot *slot;
+	size_t len = 8 << 20;
+	char *buf = malloc(len);
+	int i;
+
+	(void)arg;
+	memset(buf, 1, len);
+	for (i = 0; i < 4; i++) {
+		if (rank == 0)
+			T_OK(coop_send(ctx, buf, len, 1, 0, COMM, 0));
+		else
+			T_OK(coop_recv(ctx, buf, len, 0, 0, COMM, 0, NULL));
+	}
+	t_barrier(ctx, rank, size);
+	slot = t_load_slots(size);
+	if (rank == 0) {
+		uint64_t tot = slot[0].total_bytes + slot[1].total_bytes;
+
+		for (i = 0; i < size; i++) {
+			T_ASSERT(slot[i].pending_ops == 0, "rank %d ops %llu", i,
+				 (unsigned long long)slot[i].pending_ops);
+			T_ASSERT(slot[i].pending_bytes == 0, "rank %d bytes", i);
+		}
+		T_ASSERT(tot == 4 * len, "total %llu", (unsigned long long)tot);
+		/* both sides ran a copy job (how many bytes each one took
+		 * depends on scheduling) */
+		T_ASSERT(slot[0].total_ops >= 4 && slot[1].total_ops >= 4,
+			 "COOP-p2p: both sides took part");
+	}
+	t_barrier(ctx, rank, size);
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_load_counters)
+{
+	ck_assert_int_eq(run_ranks(2, env_coop, load_rank, NULL, 60, NULL), 0);
+}
+END_TEST
+
+/* Make process_vm_readv/writev fail with EPERM in this process and its
+ * children (seccomp), as a hardened container would. */
+static void forbid_cma(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+/* The connect-time probe finds CMA forbidden: everything still works,
+ * through the bounce pipeline, whatever protocol is asked for. */
+START_TEST(test_cma_forbidden)
+{
+	static const char *const env[] = { "COOP_RNDV=coop", NULL };
+
+	forbid_cma();
+	ck_assert_int_eq(run_ranks(2, env, sizes_rank, NULL, 120, NULL), 0);
+	ck_assert_int_eq(run_ranks(2, env_rtr, order_rank, NULL, 60, NULL), 0);
+}
+END_TEST
+
+#define NENVS (int)(sizeof(envs) / sizeof(envs[0]))
+
+TCase *tc_proto(void)
+{
+	TCase *tc = tcase_create("protocols");
+
+	tcase_set_timeout(tc, 150);
+	tcase_add_loop_test(tc, test_sizes, 0, NENVS);
+	tcase_add_loop_test(tc, test_truncate, 0, NENVS);
+	tcase_add_loop_test(tc, test_order, 0, NENVS);
+	tcase_add_test(tc, test_load_counters);
+	tcase_add_test(tc, test_cma_forbidden);
+	return tc;
+}

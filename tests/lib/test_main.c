@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test_main.c - test_lib: the libcoopmpi test suite (Check).
+ *   make -C tests/lib check        all tests
+ *   CK_RUN_CASE=random tests/lib/test_lib    one test case
+ *   COOP_TEST_SEED=n                the randomized test's base seed
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "tests.h"
+
+int main(void)
+{
+	Suite *s = suite_create("libcoopmpi");
+	SRunner *sr;
+	int failed;
+
+	suite_add_tcase(s, tc_api());
+	suite_add_tcase(s, tc_p2p());
+	suite_add_tcase(s, tc_proto());
+	suite_add_tcase(s, tc_random());
+	suite_add_tcase(s, tc_fault());
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
