@@ -64,18 +64,36 @@ static int tk_grow(struct coop_tickets *tk)
 	return 0;
 }
 
+/* The slot holding key k, or the empty slot where it belongs. */
+static uint32_t triple_slot(const struct coop_tickets *tk, uint64_t k)
+{
+	uint32_t h;
+
+	for (h = triple_hash(k) & tk->mask; tk->tab[h] && tk->tab[h]->key != k;
+	     h = (h + 1) & tk->mask)
+		;
+	return h;
+}
+
+/* Lookup without creating. */
+static struct coop_triple *triple_find(struct coop_context *ctx,
+				       uint16_t comm, int peer, int tag)
+{
+	struct coop_tickets *tk = &ctx->tk;
+
+	return tk->tab[triple_slot(tk, triple_key(comm, peer, tag))];
+}
+
 struct coop_triple *coop_triple_get(struct coop_context *ctx, uint16_t comm,
 				    int peer, int tag)
 {
 	struct coop_tickets *tk = &ctx->tk;
 	uint64_t k = triple_key(comm, peer, tag);
-	struct coop_triple *t;
-	uint32_t h;
+	uint32_t h = triple_slot(tk, k);
+	struct coop_triple *t = tk->tab[h];
 
-	for (h = triple_hash(k) & tk->mask; (t = tk->tab[h]) != NULL;
-	     h = (h + 1) & tk->mask)
-		if (t->key == k)
-			return t;
+	if (t)
+		return t;
 	if (2 * (tk->used + 1) > tk->mask + 1) {
 		if (tk_grow(tk))
 			return NULL;
@@ -89,22 +107,6 @@ struct coop_triple *coop_triple_get(struct coop_context *ctx, uint16_t comm,
 	tk->tab[h] = t;
 	tk->used++;
 	return t;
-}
-
-/* Lookup without creating. */
-static struct coop_triple *triple_find(struct coop_context *ctx,
-				       uint16_t comm, int peer, int tag)
-{
-	struct coop_tickets *tk = &ctx->tk;
-	uint64_t k = triple_key(comm, peer, tag);
-	struct coop_triple *t;
-	uint32_t h;
-
-	for (h = triple_hash(k) & tk->mask; (t = tk->tab[h]) != NULL;
-	     h = (h + 1) & tk->mask)
-		if (t->key == k)
-			return t;
-	return NULL;
 }
 
 int coop_match_init(struct coop_context *ctx)
