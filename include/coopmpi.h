@@ -51,9 +51,20 @@
  *                            best rendezvous up to 64 KiB (1.7 vs 7.5 us at
  *                            64 KiB), and costs 64 slots of this size of
  *                            shared memory per rank.
- *   COOP_RNDV=auto|rget|rput|rtr|coop
+ *   COOP_RNDV=auto|rget|rput|rtr|coop|dma
  *                          * rendezvous protocol (default auto: RGET below
  *                            COOP_COOP_MIN, COOP-p2p at and above it).
+ *                            dma: RPUT by the provider's offload engine
+ *                            (kmod: the driver's DMA channel, through
+ *                            io_uring, else its ioctl): neither CPU
+ *                            copies, the engine notifies the receiver.
+ *                            A provider without an engine (shm, or
+ *                            coopmpi.ko loaded with dma=off) uses RPUT
+ *                            instead (a COOP_VERBOSE note says so).
+ *   COOP_OFFLOAD=0|1         1: auto mode uses the offload engine (as
+ *                            dma) instead of COOP-p2p at and above
+ *                            COOP_COOP_MIN, when the provider has one
+ *                            (default 0).  Need not agree across ranks.
  *   COOP_COOP_MIN=bytes    * auto mode's COOP-p2p threshold (default 65536).
  *   COOP_CHUNK=bytes         copy granularity of rendezvous copies; both
  *                            sides of COOP-p2p pull chunks of this size from
@@ -248,6 +259,42 @@ COOP_API int coop_thread_level(void);
 
 /* coop_strerror: static description of an error code (never NULL). */
 COOP_API const char *coop_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Load counters                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The copy load of one rank, from the per-node counters every rank of
+ * the job shares (the driver's counters page with kmod, a /dev/shm file
+ * with shm).  Counts are bytes and copy operations; an operation is one
+ * copy job of the library, or one copy call of the driver when the
+ * driver copies (kmod), so total_ops is comparable within a provider
+ * only.
+ */
+typedef struct coop_load {
+	uint64_t pending_ops;	/* copies assigned to the rank, not done */
+	uint64_t pending_bytes;	/* bytes of those still to copy */
+	uint64_t kernel_ops;	/* copies the driver runs for it now (kmod) */
+	uint64_t kernel_bytes;	/* their bytes (kmod; 0 with shm) */
+	uint64_t total_ops;	/* copy operations completed (only grows) */
+	uint64_t total_bytes;	/* bytes the rank copied (only grows) */
+} coop_load_t;
+
+/*
+ * coop_get_load - read rank's load counters into *out, e.g. for an MPI
+ * implementation choosing who copies, or for monitoring.  Each field is
+ * read atomically; the fields are not one snapshot (other ranks update
+ * them concurrently).  A rank that has died reads as zeros once its
+ * counters are reset (kmod), or as it left them (shm).  Never blocks,
+ * makes no progress.
+ *   rank: 0..size-1 (this rank included).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (ctx or out NULL), COOP_ERR_STATE
+ * (not connected), COOP_ERR_RANK (rank out of range), COOP_ERR_PROVIDER
+ * (counters not available).
+ * Thread safety: as any call on ctx (it only reads shared memory).
+ */
+COOP_API int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out);
 
 /* ------------------------------------------------------------------ */
 /* Point-to-point                                                       */

@@ -19,7 +19,7 @@
 static const char *const rndv_names[] = {
 	[COOP_RNDV_AUTO] = "auto", [COOP_RNDV_RGET] = "rget",
 	[COOP_RNDV_RPUT] = "rput", [COOP_RNDV_RTR] = "rtr",
-	[COOP_RNDV_COOP] = "coop",
+	[COOP_RNDV_COOP] = "coop", [COOP_RNDV_DMA] = "dma",
 };
 
 const char *coop_rndv_name(enum coop_rndv_mode m)
@@ -101,6 +101,20 @@ static int env_cma(int *off)
 	return bad("COOP_CMA", s);
 }
 
+/* 0 or 1 (unset or empty: 0). */
+static int env_bool(const char *var, int *out)
+{
+	const char *s = getenv(var);
+
+	*out = 0;
+	if (!s || !*s || !strcmp(s, "0"))
+		return 0;
+	if (strcmp(s, "1"))
+		return bad(var, s);
+	*out = 1;
+	return 0;
+}
+
 static int env_provider(const char **p)
 {
 	const char *s = getenv("COOP_PROVIDER");
@@ -128,6 +142,7 @@ int coop_config_load(struct coop_config *cfg)
 	rc |= env_size("COOP_CHUNK", DEF_CHUNK, 4096, 1u << 30, &cfg->chunk);
 	rc |= env_rndv(&cfg->rndv);
 	rc |= env_cma(&cfg->cma_off);
+	rc |= env_bool("COOP_OFFLOAD", &cfg->offload);
 	rc |= env_provider(&cfg->provider);
 	rc |= env_uint("COOP_RING_SLOTS", DEF_RING_SLOTS, 16, 1u << 20,
 		       &cfg->ring_slots);

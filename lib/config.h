@@ -12,6 +12,7 @@ enum coop_rndv_mode {
 	COOP_RNDV_RPUT,
 	COOP_RNDV_RTR,
 	COOP_RNDV_COOP,
+	COOP_RNDV_DMA,
 };
 
 struct coop_config {
@@ -20,6 +21,7 @@ struct coop_config {
 	size_t chunk;		/* COOP_CHUNK: rendezvous copy granularity */
 	enum coop_rndv_mode rndv;	/* COOP_RNDV */
 	int cma_off;		/* COOP_CMA=off */
+	int offload;		/* COOP_OFFLOAD=1: auto mode may use DMA */
 	int verbose;		/* COOP_VERBOSE */
 	const char *provider;	/* COOP_PROVIDER or NULL */
 	unsigned ring_slots;	/* COOP_RING_SLOTS */

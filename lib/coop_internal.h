@@ -8,6 +8,7 @@
  *   proto_eager.c   inline and bounce-buffer eager
  *   proto_rndv.c    RTS/CTS/FIN: RGET, RPUT, COOP-p2p, bounce pipeline
  *   proto_rtr.c     receiver-initiated RTR, revoke (cancel)
+ *   proto_dma.c     PROTO_DMA: RPUT by the provider's offload engine
  *   progress.c  packet dispatch, backlog, peer failure
  *   api*.c      public API and argument checks
  */
@@ -40,7 +41,8 @@ enum { REQ_SEND = 1, REQ_RECV = 2 };
 #define EV_FRAGS	0x20	/* receive: bounce fragments outstanding */
 
 /* Copy job kinds */
-enum { JOB_NONE, JOB_READ, JOB_WRITE, JOB_PUSH };
+enum { JOB_NONE, JOB_READ, JOB_WRITE, JOB_PUSH,
+       JOB_OFFLOAD };	/* the engine copies: on ctx->dma's list, not jobs */
 
 struct coop_job {
 	uint8_t kind;
@@ -56,6 +58,11 @@ struct coop_job {
 	uint64_t done;		/* bytes this side copied */
 	uint64_t inflight_frags;
 	int err;
+	/* OFFLOAD: cursor = bytes given to the engine, done = completed */
+	uint32_t pieces;	/* copies with the engine */
+	uint8_t notified;	/* the last, notifying copy is given */
+	struct coop_rkey nkey;	/* the receiver's notification area */
+	uint64_t noff;		/* our notification's offset in it */
 };
 
 /* Everything the engine knows about an arriving message (eager or RTS). */
@@ -89,7 +96,7 @@ struct coop_request {
 	struct coop_context *ctx;
 	struct dlist link;	/* ctx->prq (receive) or ctx->rts_sends */
 	struct dlist alink;	/* ctx->inflight */
-	struct dlist jlink;	/* ctx->jobs */
+	struct dlist jlink;	/* ctx->jobs, or proto_dma.c's offload jobs */
 	uint8_t kind;
 	uint8_t proto;
 	uint8_t is_static;	/* the shared "already complete" request */
@@ -114,6 +121,7 @@ struct coop_request {
 	uint32_t seq;		/* RTR ticket */
 	uint32_t rid;		/* the peer's request id */
 	int peer_slot;		/* COOP sender: the receiver's work slot, -1 */
+	int nslot;		/* DMA receive: our notification slot, -1 */
 	uint64_t xfer;		/* bytes moved by the rendezvous */
 	uint64_t frag_done;	/* receive: bounce bytes copied out */
 	struct coop_rkey lkey;	/* our region (registered) */
@@ -185,6 +193,7 @@ struct coop_context {
 	struct coop_tickets tk;
 	struct coopmpi_load_slot *load;
 	struct coop_bsend bs;
+	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
 	struct coop_request done_req;	/* static, always complete */
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	unsigned idle;
@@ -278,6 +287,25 @@ COOP_HIDDEN int coop_send_fin(struct coop_context *ctx, int peer,
 			      uint64_t copied, uint8_t flags);
 COOP_HIDDEN void coop_send_slot_fin(struct coop_context *ctx, int peer,
 				    uint32_t slot);
+
+/* proto_dma.c */
+/* At init: set the provider's offload engine up if the settings may use
+ * it; a verbose note when they ask for it and there is none. */
+COOP_HIDDEN void coop_dma_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_dma_fini(struct coop_context *ctx);
+/* May this rank's sends use PROTO_DMA? */
+COOP_HIDDEN int coop_dma_usable(const struct coop_context *ctx);
+/* Receiver: arm a notification slot for r (r->nslot): 0, or -1 when
+ * there is none (answer RPUT instead). */
+COOP_HIDDEN int coop_dma_arm(struct coop_request *r);
+COOP_HIDDEN uint64_t coop_dma_ncookie(const struct coop_context *ctx);
+/* Sender: the CTS of a PROTO_DMA send came in: give the engine the copy. */
+COOP_HIDDEN void coop_dma_start(struct coop_request *s,
+				const struct coop_pkt_cts *p);
+/* Engine completions, notifications, queued copies: events handled. */
+COOP_HIDDEN int coop_dma_progress(struct coop_context *ctx);
+/* r (PROTO_DMA) completes or fails: drop its slot / offload job. */
+COOP_HIDDEN void coop_dma_release(struct coop_request *r);
 
 /* proto_rtr.c */
 COOP_HIDDEN void coop_rtr_send(struct coop_context *ctx,

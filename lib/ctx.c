@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * ctx.c - context life cycle: coop_init, coop_address, coop_connect,
- * coop_finalize.
+ * coop_finalize; context queries (rank, size, provider, load counters).
  *
  * The address blob is a library header (rank, size, configuration hash,
  * provider name) followed by the provider's own blob; coop_connect checks
@@ -88,7 +88,6 @@ static int init_transport(struct coop_context *ctx)
 	ctx->bslot_peer = calloc(cfg->bounce_slots, sizeof(uint16_t));
 	if (!ctx->bslot_peer)
 		return COOP_ERR_NOMEM;
-	ctx->load = ctx->prov.ops->load_slot(&ctx->prov, ctx->rank);
 	return COOP_SUCCESS;
 }
 
@@ -114,6 +113,7 @@ static void ctx_free(struct coop_context *ctx)
 			coop_seg_unmap(&ctx->peers[i].seg);
 	if (ctx->seg.base)
 		coop_seg_destroy(&ctx->seg);
+	coop_dma_fini(ctx);
 	if (ctx->prov.ops)
 		ctx->prov.ops->close(&ctx->prov);
 	coop_match_fini(ctx);
@@ -157,6 +157,7 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 		return rc;
 	}
 	ctx->rtr = ctx->cfg.rndv == COOP_RNDV_RTR;
+	coop_dma_init(ctx);
 	ctx->cfg_hash = coop_config_hash(&ctx->cfg, ctx->prov.ops->name);
 	*out = ctx;
 	return COOP_SUCCESS;
@@ -274,6 +275,11 @@ int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
 		if (rc)
 			return rc;
 	}
+	/* Only now: kmod finds a rank's slot (ours too) by its connection. */
+	ctx->load = ctx->prov.ops->load_slot(&ctx->prov, ctx->rank);
+	if (!ctx->load)
+		coop_log(ctx->rank, "no load counters: copies are not "
+			 "accounted");
 	ctx->connected = 1;
 	if (ctx->cfg.verbose)
 		log_settings(ctx);
@@ -364,6 +370,36 @@ int coop_size(const coop_context_t *ctx, int *size)
 	if (!ctx || !size)
 		return COOP_ERR_ARG;
 	*size = ctx->size;
+	return COOP_SUCCESS;
+}
+
+/* Relaxed loads: each counter is a statistic, not a synchronization. */
+static void load_read(const struct coopmpi_load_slot *s, coop_load_t *out)
+{
+	out->pending_ops = __atomic_load_n(&s->pending_ops, __ATOMIC_RELAXED);
+	out->pending_bytes = __atomic_load_n(&s->pending_bytes,
+					     __ATOMIC_RELAXED);
+	out->kernel_ops = __atomic_load_n(&s->kernel_ops, __ATOMIC_RELAXED);
+	out->kernel_bytes = __atomic_load_n(&s->kernel_bytes,
+					    __ATOMIC_RELAXED);
+	out->total_ops = __atomic_load_n(&s->total_ops, __ATOMIC_RELAXED);
+	out->total_bytes = __atomic_load_n(&s->total_bytes, __ATOMIC_RELAXED);
+}
+
+int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
+{
+	const struct coopmpi_load_slot *s;
+
+	if (!ctx || !out)
+		return COOP_ERR_ARG;
+	if (!ctx->connected)	/* kmod knows other ranks' slots only now */
+		return COOP_ERR_STATE;
+	if (rank < 0 || rank >= ctx->size)
+		return COOP_ERR_RANK;
+	s = ctx->prov.ops->load_slot(&ctx->prov, rank);
+	if (!s)
+		return COOP_ERR_PROVIDER;
+	load_read(s, out);
 	return COOP_SUCCESS;
 }
 

@@ -355,6 +355,8 @@ int coop_progress_once(struct coop_context *ctx)
 		n += backlog_flush(ctx);
 	if (!dlist_empty(&ctx->jobs))
 		n += coop_job_step(ctx);
+	if (unlikely(ctx->dma != NULL))
+		n += coop_dma_progress(ctx);
 	if (!n)
 		idle_poll(ctx);
 	return n;

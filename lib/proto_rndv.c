@@ -13,9 +13,12 @@
  *          (after S stopped touching the slot) lets R free the slot.
  *   BOUNCE (no single copy possible): as RPUT, the sender pipelines the
  *          data through its bounce slots (FRAG packets), then FIN.
+ *   DMA:   as RPUT, but the provider's offload engine copies and notifies
+ *          the receiver (proto_dma.c).
  * The receive side may downgrade: COOP -> RGET when no work slot is free,
- * RGET/COOP -> BOUNCE when it cannot copy from the sender.  In RTR mode
- * (COOP_RNDV=rtr) the sender-initiated fallback is write-based (RPUT).
+ * DMA -> RPUT when no notification slot is, RGET/COOP -> BOUNCE when it
+ * cannot copy from the sender.  In RTR mode (COOP_RNDV=rtr) the
+ * sender-initiated fallback is write-based (RPUT).
  */
 #include <string.h>
 
@@ -60,9 +63,15 @@ static enum coop_proto choose_proto(struct coop_context *ctx,
 		return PROTO_RPUT;
 	case COOP_RNDV_COOP:
 		return PROTO_COOP;
+	case COOP_RNDV_DMA:	/* without an engine: a one-line note at init */
+		return coop_dma_usable(ctx) ? PROTO_DMA : PROTO_RPUT;
 	case COOP_RNDV_AUTO:
 	default:
-		return r->len >= ctx->cfg.coop_min ? PROTO_COOP : PROTO_RGET;
+		if (r->len < ctx->cfg.coop_min)
+			return PROTO_RGET;
+		/* DMA only when asked for: when it pays is a later question */
+		return ctx->cfg.offload && coop_dma_usable(ctx) ? PROTO_DMA :
+								  PROTO_COOP;
 	}
 }
 
@@ -158,6 +167,7 @@ static int send_cts(struct coop_request *r, enum coop_proto proto,
 	pkt.cts.key = r->lkey;
 	pkt.cts.slot = (uint32_t)slot;
 	pkt.cts.chunk = (uint32_t)chunk;
+	pkt.cts.ncookie = proto == PROTO_DMA ? coop_dma_ncookie(ctx) : 0;
 	return coop_send_pkt(ctx, r->status.source, &pkt);
 }
 
@@ -210,11 +220,13 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 			}
 		}
 	}
+	if (proto == PROTO_DMA && coop_dma_arm(r))
+		proto = PROTO_RPUT;	/* no notification slot */
 	if (proto == PROTO_RGET) {
 		start_read(r, m, NULL, solo_chunk(ctx));
-	} else if (proto != PROTO_COOP) {	/* RPUT, BOUNCE */
+	} else if (proto != PROTO_COOP) {	/* RPUT, BOUNCE, DMA */
 		r->pending |= EV_PEER;
-		rc = send_cts(r, proto, -1, 0);
+		rc = send_cts(r, proto, r->nslot, 0);
 	}
 	r->proto = (uint8_t)proto;
 	if (rc)
@@ -253,8 +265,12 @@ void coop_rndv_on_cts(struct coop_context *ctx, const struct coop_pkt_cts *p)
 	s->job.key = p->key;
 	if (p->h.proto != PROTO_COOP) {
 		s->proto = p->h.proto;
-		coop_rndv_start_write(s);
-		coop_req_event(s, EV_PEER);	/* RPUT: our FIN ends it */
+		if (s->proto == PROTO_DMA)
+			coop_dma_start(s, p);
+		else
+			coop_rndv_start_write(s);
+		/* RPUT: our FIN ends it; DMA: the engine's notification */
+		coop_req_event(s, EV_PEER);
 		return;
 	}
 	pseg = &ctx->peers[s->peer].seg;
@@ -279,8 +295,9 @@ void coop_rndv_job_done(struct coop_request *r)
 
 	if (j->err)
 		coop_req_set_error(r, j->err);
-	if (j->shared && !j->err) {
-		/* COOP: the done counter told both sides already */
+	if ((j->shared || j->kind == JOB_OFFLOAD) && !j->err) {
+		/* COOP: the done counter told both sides already; DMA: the
+		 * engine's notification told the receiver */
 	} else if (j->kind == JOB_READ) {	/* receiver: RGET (or error) */
 		coop_send_fin(ctx, peer, r->rid, j->err, r->xfer, r->status.tag,
 			      j->done, 0);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "prov_kmod_dma.h"
 #include "ring.h"
 #include "util.h"
 
@@ -56,6 +57,7 @@ struct kmod_priv {
 	struct coopmpi_offload_counters *offload;
 	struct coopmpi_load_slot *slots;
 	struct kmod_peer *peers;
+	struct kmod_dma *dma;	/* prov_kmod_dma.c, NULL until asked for */
 };
 
 static void *map_dev(int fd, uint64_t offset, uint64_t bytes)
@@ -116,6 +118,8 @@ static int kmod_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 	rc = kmod_query_and_join(k);
 	if (!rc)
 		rc = kmod_map_own(k);
+	/* the COPY ioctl adds total_ops/total_bytes to our slot */
+	p->caps |= COOP_PROV_CAP_KERNEL_TOTALS;
 	return rc;
 }
 
@@ -179,6 +183,7 @@ static void kmod_close(struct coop_provider *p)
 
 	if (!k)
 		return;
+	kmod_dma_close(k->dma);	/* its copies use the fd and our memory */
 	for (i = 0; k->peers && i < p->nranks; i++)
 		if (k->peers[i].map)
 			munmap(k->peers[i].map, k->info.ring_bytes);
@@ -328,6 +333,21 @@ static struct coopmpi_offload_counters *kmod_offload(struct coop_provider *p)
 	return k->offload;
 }
 
+/* For prov_kmod_dma.c, which keeps the DMA channel apart. */
+int kmod_ep_fd(const struct coop_provider *p)
+{
+	const struct kmod_priv *k = p->priv;
+
+	return k->fd;
+}
+
+struct kmod_dma **kmod_ep_dma(struct coop_provider *p)
+{
+	struct kmod_priv *k = p->priv;
+
+	return &k->dma;
+}
+
 const struct coop_provider_ops coop_provider_kmod = {
 	.name = "kmod",
 	.open = kmod_open_ep,
@@ -344,4 +364,7 @@ const struct coop_provider_ops coop_provider_kmod = {
 	.copy_ok = kmod_copy_ok,
 	.load_slot = kmod_load_slot,
 	.offload = kmod_offload,
+	.offload_info = kmod_offload_info,
+	.offload_put = kmod_offload_put,
+	.offload_poll = kmod_offload_poll,
 };

@@ -31,6 +31,7 @@ static int try_open(struct coop_provider *p,
 
 	p->ops = ops;
 	p->priv = NULL;
+	p->caps = 0;	/* not what a provider that failed to open set */
 	rc = ops->open(p, key, p->rank, p->nranks);
 	if (rc) {
 		if (p->priv)

@@ -37,6 +37,26 @@ enum coop_copy_dir {
 	COOP_COPY_TO_PEER,	/* local memory -> peer region (RPUT side) */
 };
 
+/*
+ * The provider (or its engine) keeps offload()->dma_ops/dma_bytes up to
+ * date for the copies it runs; callers never touch them.
+ */
+struct coop_offload_info {
+	const char *engine;	/* e.g. "soft", "hw" */
+	const char *path;	/* how copies reach it, e.g. "io_uring" */
+	unsigned max_inflight;	/* copies queued or running at once */
+	uint64_t max_length;	/* largest len of one offload_put */
+};
+
+#define COOP_OFFLOAD_NOTIFY_SIZE	16
+#define COOP_OFFLOAD_NOTIFY_ALIGN	16
+
+struct coop_offload_done {
+	uint64_t tag;
+	int status;		/* 0 or -errno (then no notification) */
+	uint64_t bytes;		/* data bytes copied */
+};
+
 /* Largest endpoint address blob a provider produces. */
 #define COOP_ADDR_MAX 128
 
@@ -82,10 +102,43 @@ struct coop_provider_ops {
 	struct coopmpi_load_slot *(*load_slot)(struct coop_provider *p,
 					       int rank);
 	struct coopmpi_offload_counters *(*offload)(struct coop_provider *p);
+
+	/*
+	 * Offload engine (optional: all three NULL when the provider has
+	 * none, e.g. shm).  An asynchronous copy engine that moves bytes
+	 * from local memory into a peer's region without either CPU, then
+	 * optionally writes a 16-byte notification into a region.
+	 */
+	/* Set the engine up (first call) and describe it: 0, or
+	 * -EOPNOTSUPP when this provider instance has no engine. */
+	int (*offload_info)(struct coop_provider *p,
+			    struct coop_offload_info *info);
+	/*
+	 * Queue a copy of len bytes from local memory (unchanged until the
+	 * completion) to dst at dst_off; then, if notify is not NULL, write
+	 * the 16 bytes notify16 at notify_off of region notify (aligned to
+	 * COOP_OFFLOAD_NOTIFY_ALIGN): the peer seeing its first 8 bytes
+	 * change sees all the data.  len 0 is a bare notification.  Returns
+	 * 0 (exactly one completion with this tag will follow), -EAGAIN
+	 * (engine full: poll completions, try again) or -errno.  Queued
+	 * copies are submitted by the next offload_poll at the latest.
+	 */
+	int (*offload_put)(struct coop_provider *p, int peer, const void *local,
+			   size_t len, const struct coop_rkey *dst,
+			   uint64_t dst_off, const struct coop_rkey *notify,
+			   uint64_t notify_off, const void *notify16,
+			   uint64_t tag);
+	/* Submit what is queued, reap up to max completions: count. */
+	int (*offload_poll)(struct coop_provider *p,
+			    struct coop_offload_done *out, int max);
 };
+
 
 /* Requests from the library, set before open(). */
 #define COOP_PROV_NO_COPY	(1u << 0)	/* never offer single copies */
+
+/* What the provider does itself, set by open(). */
+#define COOP_PROV_CAP_KERNEL_TOTALS (1u << 0)	/* copy() charges total_* */
 
 struct coop_provider {
 	const struct coop_provider_ops *ops;
@@ -93,6 +146,7 @@ struct coop_provider {
 	int rank;
 	int nranks;
 	unsigned flags;		/* COOP_PROV_* */
+	unsigned caps;		/* COOP_PROV_CAP_* */
 	unsigned ring_slots;	/* wanted ring size, power of two (shm) */
 	int verbose;		/* log decisions on stderr */
 };

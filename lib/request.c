@@ -22,6 +22,7 @@ struct coop_request *coop_req_new(struct coop_context *ctx, int kind)
 	r->ctx = ctx;
 	r->kind = (uint8_t)kind;
 	r->peer_slot = -1;
+	r->nslot = -1;
 	dlist_init(&r->link);
 	dlist_init(&r->alink);
 	dlist_init(&r->jlink);
@@ -65,6 +66,7 @@ void coop_req_activate(struct coop_request *r)
 	r->cancel_wanted = 0;
 	r->lkey_valid = 0;
 	r->peer_slot = -1;
+	r->nslot = -1;
 	r->xfer = r->frag_done = 0;
 	r->proto = PROTO_NONE;
 	memset(&r->job, 0, sizeof(r->job));
@@ -90,6 +92,8 @@ static void req_release_resources(struct coop_request *r)
 		ctx->prov.ops->dereg(&ctx->prov, &r->lkey);
 		r->lkey_valid = 0;
 	}
+	if (r->proto == PROTO_DMA)
+		coop_dma_release(r);
 	if (r->peer_slot >= 0) {	/* we are done with its work slot */
 		coop_send_slot_fin(ctx, r->peer, (uint32_t)r->peer_slot);
 		r->peer_slot = -1;

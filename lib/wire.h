@@ -42,6 +42,7 @@ enum coop_proto {
 	PROTO_COOP,	/* both copy: chunks from a shared work counter */
 	PROTO_BOUNCE,	/* no single copy: sender pipelines bounce slots */
 	PROTO_RTR,	/* receiver initiated: sender writes after RTR */
+	PROTO_DMA,	/* RPUT by the offload engine, notification ends it */
 };
 
 struct coop_pkt_hdr {
@@ -87,6 +88,8 @@ struct coop_pkt_cts {
 	struct coop_rkey key;	/* the receive buffer */
 	uint32_t slot;		/* COOP: work slot in receiver's segment */
 	uint32_t chunk;		/* COOP: chunk size */
+	uint64_t ncookie;	/* DMA: cookie of the receiver's notification
+				 * area; slot = notification index in it */
 };
 
 struct coop_pkt_rtr {

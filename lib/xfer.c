@@ -9,10 +9,13 @@
  * the shared work counter both sides fetch-add, so the faster side takes
  * more chunks; both add what they copied to the slot's done counter, and
  * each side's job ends when done reaches the length: neither needs the
- * other's FIN (nor its progress) to complete.  Every copy updates this rank's load slot of the per-node
- * counters: pending_ops/pending_bytes grow when a copy is assigned
- * (the whole job for single-sided, each claimed chunk for cooperative) and
- * shrink when it is done; total_* only grow.
+ * other's FIN (nor its progress) to complete.  Every copy updates this
+ * rank's load slot of the per-node counters: pending_ops/pending_bytes
+ * grow when a copy is assigned (the whole job for single-sided, each
+ * claimed chunk for cooperative) and shrink when it is done; total_* only
+ * grow: one op per job here, unless the provider's copy() charges them
+ * itself (kmod: one op per COPY ioctl), which adding here would count
+ * twice.
  */
 #include <string.h>
 #include <sys/uio.h>
@@ -48,6 +51,15 @@ void coop_job_start(struct coop_request *r, int kind, int peer, char *local,
 	}
 }
 
+/* Must we add this job's copies to total_*?  Not when the provider's
+ * copy() does; bounce pushes never go through it. */
+static int job_counts_totals(const struct coop_context *ctx,
+			     const struct coop_job *j)
+{
+	return j->kind == JOB_PUSH ||
+	       !(ctx->prov.caps & COOP_PROV_CAP_KERNEL_TOTALS);
+}
+
 static void job_unqueue(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
@@ -61,7 +73,8 @@ static void job_unqueue(struct coop_request *r)
 		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);
-		ADD(&ctx->load->total_ops, 1);
+		if (job_counts_totals(ctx, j))
+			ADD(&ctx->load->total_ops, 1);
 		if (!j->shared && j->len > j->done)
 			SUB(&ctx->load->pending_bytes, j->len - j->done);
 	}
@@ -187,7 +200,8 @@ static int job_run(struct coop_context *ctx, struct coop_request *r)
 	rc = job_copy(ctx, j, off, n);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_bytes, n);
-		ADD(&ctx->load->total_bytes, n);
+		if (job_counts_totals(ctx, j))
+			ADD(&ctx->load->total_bytes, n);
 	}
 	j->done += n;
 	if (rc) {

@@ -54,6 +54,7 @@ stage kmod-vm vm tests/kmod/test_kmod
 # dma=auto above ran the DMA suite on the soft engine; now the dmaengine
 # path (test provider module) and dma=off.
 stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
+stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
 stage dkms scripts/dkms-check.sh
 
 printf '\n==== summary ====\n'

@@ -27,11 +27,19 @@ struct rank_result {
 /*
  * Run fn in n ranks.  env: NULL or "VAR=value" strings (NULL-terminated)
  * set in every rank before coop_init_from_env ("R<k>:VAR=value": rank k
- * only).  Returns 0 if every rank
- * exited 0 within timeout_s; results (may be NULL) gets each rank's fate.
+ * only).  Returns 0 if every rank exited 0 within timeout_s (times
+ * t_time_scale()); results (may be NULL) gets each rank's fate.
  */
 int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
 	      int timeout_s, struct rank_result *results);
+
+/*
+ * Factor for time limits and timed phases ("compute" sleeps): 3 in the
+ * test VM (scripts/vm sets COOP_IN_VM=1; TCG runs ~20x slower and its
+ * vCPUs stall), else 1.  A slow machine must not pass for a hang or a
+ * missing overlap; nothing is skipped.
+ */
+int t_time_scale(void);
 
 /* Shared memory visible to all ranks of the next run_ranks (MAP_SHARED). */
 void *shared_alloc(size_t bytes);
@@ -51,9 +59,15 @@ void shared_free(void *p, size_t bytes);
 extern int t_rank;		/* rank of this process (-1 in the parent) */
 extern uint64_t t_job;		/* job key of the current run */
 
-/* The job's per-node load counters (uapi layout), mapped read-only. */
-struct coopmpi_load_slot;
-const volatile struct coopmpi_load_slot *t_load_slots(int size);
+/*
+ * Make the n system calls nr[] fail with errno err in this process and
+ * its children, for good (seccomp; run it in a forked test): 0 or -1.
+ */
+int t_deny_syscalls(const int *nr, int n, int err);
+
+/* /sys/kernel/coopmpi/<name>: a node-wide counter of the driver, or
+ * UINT64_MAX when it cannot be read (no driver). */
+uint64_t t_sysfs_u64(const char *name);
 
 /* Helpers for rank code */
 void t_barrier(coop_context_t *ctx, int rank, int size);

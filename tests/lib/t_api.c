@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * t_api.c - argument checking, error codes, a single-rank context
- * (self messages), completion calls, persistent requests, buffered sends.
+ * (self messages), completion calls, persistent requests, buffered sends,
+ * load counters.
  */
 #include <check.h>
 #include <string.h>
@@ -22,6 +23,13 @@ static coop_context_t *solo_ctx(void)
 	ck_assert_int_eq(coop_address(ctx, blob, &len), COOP_SUCCESS);
 	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_SUCCESS);
 	return ctx;
+}
+
+/* What coop_init picks without COOP_PROVIDER: the driver when its device
+ * is usable (as provider.c decides), else the user-space fallback. */
+static const char *default_provider(void)
+{
+	return access("/dev/coopmpi", R_OK | W_OK) ? "shm" : "kmod";
 }
 
 START_TEST(test_init_args)
@@ -66,6 +74,7 @@ START_TEST(test_init_args)
 	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
 	unsetenv("COOP_PROVIDER");
 	ck_assert_int_eq(coop_init(&p, &ctx), COOP_SUCCESS);
+	ck_assert_str_eq(coop_provider_name(ctx), default_provider());
 	/* not connected yet */
 	ck_assert_int_eq(coop_isend(ctx, blob, 1, 0, 0, 0, 0,
 				    &(coop_request_t *){ NULL }),
@@ -82,7 +91,7 @@ START_TEST(test_init_args)
 	blob[0] ^= 0xff;
 	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_SUCCESS);
 	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_ERR_STATE);
-	ck_assert_str_eq(coop_provider_name(ctx), "shm");
+	ck_assert_str_eq(coop_provider_name(ctx), default_provider());
 	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
 	ck_assert_int_eq(coop_finalize(NULL), COOP_SUCCESS);
 	ck_assert_int_eq(coop_init_from_env(NULL), COOP_ERR_ARG);
@@ -188,6 +197,38 @@ START_TEST(test_p2p_args)
 }
 END_TEST
 
+/* coop_get_load: argument and state errors; a fresh rank has no load. */
+START_TEST(test_load_args)
+{
+	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1 };
+	unsigned char blob[COOP_ADDR_MAX_LEN];
+	size_t len = sizeof(blob);
+	coop_context_t *ctx;
+	coop_load_t l;
+
+	p.job_key = ((uint64_t)getpid() << 20) ^ 0x10ad;
+	ck_assert_int_eq(coop_init(&p, &ctx), COOP_SUCCESS);
+	ck_assert_int_eq(coop_get_load(ctx, 0, &l), COOP_ERR_STATE);
+	ck_assert_int_eq(coop_address(ctx, blob, &len), COOP_SUCCESS);
+	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_SUCCESS);
+	ck_assert_int_eq(coop_get_load(NULL, 0, &l), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_get_load(ctx, 0, NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_get_load(ctx, 1, &l), COOP_ERR_RANK);
+	ck_assert_int_eq(coop_get_load(ctx, -1, &l), COOP_ERR_RANK);
+	ck_assert_int_eq(coop_get_load(ctx, COOP_ANY_SOURCE - 1, &l),
+			 COOP_ERR_RANK);
+	memset(&l, 0xa5, sizeof(l));
+	ck_assert_int_eq(coop_get_load(ctx, 0, &l), COOP_SUCCESS);
+	ck_assert_uint_eq(l.pending_ops, 0);
+	ck_assert_uint_eq(l.pending_bytes, 0);
+	ck_assert_uint_eq(l.kernel_ops, 0);
+	ck_assert_uint_eq(l.kernel_bytes, 0);
+	ck_assert_uint_eq(l.total_ops, 0);
+	ck_assert_uint_eq(l.total_bytes, 0);
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+}
+END_TEST
+
 START_TEST(test_strerror)
 {
 	int e;
@@ -289,6 +330,7 @@ TCase *tc_api(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_init_args);
 	tcase_add_test(tc, test_p2p_args);
+	tcase_add_test(tc, test_load_args);
 	tcase_add_test(tc, test_strerror);
 	tcase_add_test(tc, test_self);
 	tcase_add_test(tc, test_completion_calls);

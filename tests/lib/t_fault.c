@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "harness.h"
-#include "../../include/coopmpi_uapi.h"
 #include "tests.h"
 
 #define COMM 41
@@ -34,24 +33,52 @@ static void survivors_talk(coop_context_t *ctx, int rank)
 	free(buf);
 }
 
+/* Has any rank a copy assigned (its pending_ops count), or the offload
+ * engine one in flight (the driver's dma_ops: not CPU load)? */
+static int any_copy_assigned(coop_context_t *ctx, int size)
+{
+	uint64_t dma = t_sysfs_u64("dma_ops");
+	coop_load_t l;
+	int i;
+
+	if (dma && dma != UINT64_MAX)
+		return 1;
+	for (i = 0; i < size; i++) {
+		T_OK(coop_get_load(ctx, i, &l));
+		if (l.pending_ops)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * arg: one flag per survivor, set once its requests are posted.  The
+ * victim dies only then, so every request meets the death pending (a
+ * survivor that is scheduled late would else find the victim dead when
+ * it posts, a different case).
+ */
+static int survivors_posted(const int *posted)
+{
+	return __atomic_load_n(&posted[0], __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&posted[1], __ATOMIC_ACQUIRE);
+}
+
 static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	const volatile struct coopmpi_load_slot *slots;
+	int *posted = arg;
 	char *buf = malloc(BIG);
 	coop_request_t *r[2];
 	coop_status_t st[2];
 	int rc;
 
-	(void)arg;
 	memset(buf, rank, BIG);
-	slots = t_load_slots(size);
 	t_barrier(ctx, rank, size);	/* nothing may start before this */
 	if (rank == 2) {	/* the victim */
 		T_OK(coop_isend(ctx, buf, BIG, 0, 1, COMM, 0, &r[0]));
 		T_OK(coop_irecv(ctx, buf, BIG, 1, 2, COMM, 0, &r[1]));
-		/* die as soon as any rank has a copy assigned */
-		while (!slots[0].pending_ops && !slots[1].pending_ops &&
-		       !slots[2].pending_ops)
+		/* die as soon as all is posted and a copy is assigned */
+		while (!survivors_posted(posted) ||
+		       !any_copy_assigned(ctx, size))
 			coop_progress(ctx);
 		raise(SIGKILL);
 	}
@@ -63,6 +90,7 @@ static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_isend(ctx, buf, BIG, 2, 2, COMM, 0, &r[0]));
 		r[1] = NULL;
 	}
+	__atomic_store_n(&posted[rank], 1, __ATOMIC_RELEASE);
 	rc = coop_waitall(2, r, st);
 	T_ASSERT(rc == COOP_ERR_IN_STATUS, "waitall: %s", coop_strerror(rc));
 	T_ASSERT(st[0].error == COOP_ERR_PEER_DEAD, "transfer: %s",
@@ -90,14 +118,18 @@ static const char *const env_coop[] = { "COOP_RNDV=coop", "COOP_SPIN=100",
 					 NULL };
 static const char *const env_bounce[] = { "COOP_CMA=off", "COOP_SPIN=100",
 					  NULL };
+static const char *const env_dma[] = { "COOP_RNDV=dma", "COOP_SPIN=100",
+				       NULL };
 static const char *const *const envs[] = { env_rget, env_rput, env_rtr,
-					   env_coop, env_bounce };
+					   env_coop, env_bounce, env_dma };
 
 START_TEST(test_killed_mid_rendezvous)
 {
 	struct rank_result res[3];
+	int *posted = shared_alloc(4096);
 
-	run_ranks(3, envs[_i], midcopy_rank, NULL, 60, res);
+	run_ranks(3, envs[_i], midcopy_rank, posted, 60, res);
+	shared_free(posted, 4096);
 	ck_assert_msg(res[0].exited && res[0].status == 0, "rank 0 failed");
 	ck_assert_msg(res[1].exited && res[1].status == 0, "rank 1 failed");
 	ck_assert_int_eq(res[2].signo, SIGKILL);
@@ -138,7 +170,8 @@ TCase *tc_fault(void)
 	TCase *tc = tcase_create("fault");
 
 	tcase_set_timeout(tc, 90);
-	tcase_add_loop_test(tc, test_killed_mid_rendezvous, 0, 5);
+	tcase_add_loop_test(tc, test_killed_mid_rendezvous, 0,
+			    (int)(sizeof(envs) / sizeof(envs[0])));
 	tcase_add_test(tc, test_peer_gone);
 	return tc;
 }

@@ -489,7 +489,7 @@ static int overlap_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	if (rank == 0) {
 		t_fill(buf, len, 3);
 		T_OK(coop_isend(ctx, buf, len, 1, 1, COMM, 0, &r));
-		usleep(500000);		/* "compute" */
+		usleep(500000 * t_time_scale());	/* "compute" */
 		*woke = 1;
 		__sync_synchronize();
 		T_OK(coop_wait(&r, NULL));

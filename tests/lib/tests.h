@@ -5,10 +5,20 @@
 
 #include <check.h>
 
+#include "coopmpi.h"
+
 TCase *tc_api(void);
 TCase *tc_p2p(void);
 TCase *tc_proto(void);
 TCase *tc_random(void);
 TCase *tc_fault(void);
+TCase *tc_dma(void);
+
+/* t_proto.c: two ranks, every size 0 B .. 64 MiB (arg NULL) or up to
+ * *(const size_t *)arg, unaligned, receives posted before and after the
+ * sends, data checked. */
+int proto_sizes_rank(coop_context_t *ctx, int rank, int size, void *arg);
+/* Bytes (and count) of its sizes in (above, max], per phase. */
+size_t proto_sizes_sum(size_t above, size_t max, int *count);
 
 #endif

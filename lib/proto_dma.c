@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * proto_dma.c - PROTO_DMA, "RPUT by the offload engine": neither CPU
+ * copies.
+ *
+ *   S -RTS(DMA)-> R; R arms a notification slot, -CTS(receive region,
+ *   slot, notification area)-> S; S gives the copy to the provider's
+ *   offload engine, with a 16-byte notification into R's slot written
+ *   by the engine after the data.  S completes on the engine's
+ *   completion, R when it sees its slot's word change to the value it
+ *   expects.
+ *
+ * Why a notification rather than a FIN sent on S's completion: R then
+ * completes without any further step of S (S may be computing, not
+ * calling the library) and without a control packet; it is the engine's
+ * form of COOP-p2p's shared done counter.  To cover every byte with one
+ * notification, a message is one copy; only above the engine's
+ * max_length is it cut, and the last piece, which notifies, is given
+ * only when the others completed (that one step needs S).  A failed
+ * copy writes no notification: S sends a FIN with the error instead.
+ * R answers RPUT when it has no free slot or cannot register its
+ * notification area; S chooses DMA only when its provider has an engine.
+ *
+ * Notification area: NOTE_SLOTS 16-byte slots, page aligned, registered
+ * for writing on the first DMA receive.  A slot's first word is reset to
+ * NOTE_EMPTY before the CTS goes out; the notification writes
+ * rreq << 32 | slot there (never NOTE_EMPTY: slot < 2^32 - 1), then the
+ * byte count.  A slot is given back when its receive completes or fails;
+ * it fails only on a FIN with an error or the sender's death, after
+ * which that sender writes nothing more (the driver cancels a closed
+ * endpoint's copies before its ring shows it closed).
+ *
+ * Counters: the engine's copies are no CPU's load, so they stay out of
+ * the load slots; the provider keeps the offload counters (dma_ops,
+ * dma_bytes in flight) itself.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coop_internal.h"
+
+#define NOTE_SLOTS 1024		/* DMA receives in progress at once */
+#define NOTE_EMPTY UINT64_MAX
+#define REAP_BATCH 32
+
+struct note {
+	uint64_t word;		/* written last, with one 64-bit store */
+	uint64_t bytes;
+};
+
+_Static_assert(sizeof(struct note) == COOP_OFFLOAD_NOTIFY_SIZE, "note");
+
+struct coop_dma {
+	/* sender */
+	int engine;		/* the provider's engine is set up */
+	uint64_t max_length;	/* of one copy */
+	unsigned inflight;	/* copies given to the engine, not completed */
+	struct dlist jobs;	/* sends with an offload job (their jlink) */
+	/* receiver */
+	struct note *area;
+	struct coop_rkey akey;
+	int area_state;		/* 0 not yet, 1 registered, -1 failed */
+	uint32_t nfree, nbusy;
+	uint32_t freel[NOTE_SLOTS];
+	uint32_t busy[NOTE_SLOTS];	/* armed slots, dense, polled */
+	uint32_t bpos[NOTE_SLOTS];	/* where a slot is in busy[] */
+	uint32_t rid[NOTE_SLOTS];	/* the receive an armed slot serves */
+};
+
+static uint64_t note_word(uint32_t rreq, uint32_t slot)
+{
+	return (uint64_t)rreq << 32 | slot;
+}
+
+static struct coop_dma *dma_get(struct coop_context *ctx)
+{
+	struct coop_dma *d = ctx->dma;
+	uint32_t i;
+
+	if (d)
+		return d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	dlist_init(&d->jobs);
+	for (i = 0; i < NOTE_SLOTS; i++)
+		d->freel[i] = NOTE_SLOTS - 1 - i;
+	d->nfree = NOTE_SLOTS;
+	ctx->dma = d;
+	return d;
+}
+
+/* ---------------- setup ---------------- */
+
+void coop_dma_init(struct coop_context *ctx)
+{
+	const struct coop_provider_ops *ops = ctx->prov.ops;
+	struct coop_offload_info info;
+	int rc = -EOPNOTSUPP;
+
+	if (ctx->cfg.rndv != COOP_RNDV_DMA && !ctx->cfg.offload)
+		return;		/* nothing will ask for the engine */
+	if (ops->offload_info)
+		rc = ops->offload_info(&ctx->prov, &info);
+	if (!rc && dma_get(ctx)) {
+		ctx->dma->engine = 1;
+		ctx->dma->max_length = info.max_length;
+		return;		/* the provider said which engine and path */
+	}
+	if (!rc)
+		rc = -ENOMEM;
+	if (ctx->cfg.verbose)
+		coop_log(ctx->rank, "%s: provider %s has no offload engine "
+			 "(%s): %s", ctx->cfg.rndv == COOP_RNDV_DMA ?
+			 "COOP_RNDV=dma" : "COOP_OFFLOAD=1", ops->name,
+			 strerror(-rc), ctx->cfg.rndv == COOP_RNDV_DMA ?
+			 "RPUT instead" : "auto mode without it");
+}
+
+void coop_dma_fini(struct coop_context *ctx)
+{
+	struct coop_dma *d = ctx->dma;
+
+	if (!d)
+		return;
+	if (d->area_state > 0)
+		ctx->prov.ops->dereg(&ctx->prov, &d->akey);
+	free(d->area);
+	free(d);
+	ctx->dma = NULL;
+}
+
+int coop_dma_usable(const struct coop_context *ctx)
+{
+	return ctx->dma && ctx->dma->engine;
+}
+
+/* ---------------- receiver: notification slots ---------------- */
+
+/* Register the notification area on first use: 0, or -1 for good. */
+static int area_ready(struct coop_context *ctx, struct coop_dma *d)
+{
+	size_t bytes = NOTE_SLOTS * sizeof(struct note);
+
+	if (d->area_state)
+		return d->area_state > 0 ? 0 : -1;
+	d->area_state = -1;
+	d->area = aligned_alloc(4096, bytes);
+	if (!d->area)
+		return -1;
+	memset(d->area, 0xff, bytes);
+	if (ctx->prov.ops->reg(&ctx->prov, d->area, bytes,
+			       COOPMPI_REGION_WRITE, &d->akey)) {
+		free(d->area);
+		d->area = NULL;
+		return -1;
+	}
+	d->area_state = 1;
+	return 0;
+}
+
+int coop_dma_arm(struct coop_request *r)
+{
+	struct coop_context *ctx = r->ctx;
+	struct coop_dma *d = dma_get(ctx);
+	uint32_t slot;
+
+	if (!d || !d->nfree || area_ready(ctx, d))
+		return -1;
+	slot = d->freel[--d->nfree];
+	/* the CTS (a release of the ring slot) orders this before the
+	 * engine's write */
+	__atomic_store_n(&d->area[slot].word, NOTE_EMPTY, __ATOMIC_RELAXED);
+	d->rid[slot] = coop_req_id(r);
+	d->bpos[slot] = d->nbusy;
+	d->busy[d->nbusy++] = slot;
+	r->nslot = (int)slot;
+	return 0;
+}
+
+uint64_t coop_dma_ncookie(const struct coop_context *ctx)
+{
+	return ctx->dma ? ctx->dma->akey.cookie : 0;
+}
+
+static void slot_free(struct coop_dma *d, uint32_t slot)
+{
+	uint32_t last = d->busy[--d->nbusy];
+
+	d->busy[d->bpos[slot]] = last;
+	d->bpos[last] = d->bpos[slot];
+	d->freel[d->nfree++] = slot;
+}
+
+/* Receives whose notification arrived complete. */
+static int notes_poll(struct coop_context *ctx, struct coop_dma *d)
+{
+	uint32_t i = 0, slot;
+	int n = 0;
+
+	while (i < d->nbusy) {
+		struct coop_request *r;
+
+		slot = d->busy[i];
+		if (__atomic_load_n(&d->area[slot].word, __ATOMIC_ACQUIRE) !=
+		    note_word(d->rid[slot], slot)) {
+			i++;
+			continue;
+		}
+		slot_free(d, slot);	/* busy[i] is another slot now */
+		/* an armed slot's receive is alive: see coop_dma_release */
+		r = coop_req_lookup(ctx, d->rid[slot]);
+		if (r) {
+			r->nslot = -1;
+			coop_req_event(r, EV_PEER);
+		}
+		n++;
+	}
+	return n;
+}
+
+/* ---------------- sender: offload jobs ---------------- */
+
+static int job_put(struct coop_context *ctx, struct coop_request *s,
+		   uint64_t len, int last)
+{
+	struct coop_job *j = &s->job;
+	struct note n = {
+		note_word(s->rid, (uint32_t)(j->noff / sizeof(n))), j->len
+	};
+
+	return ctx->prov.ops->offload_put(&ctx->prov, j->peer,
+					  j->local + j->cursor, len, &j->key,
+					  j->cursor, last ? &j->nkey : NULL,
+					  j->noff, &n, coop_req_id(s));
+}
+
+static void job_end(struct coop_request *s)
+{
+	dlist_del(&s->jlink);
+	coop_rndv_job_done(s);	/* FIN only on an error */
+}
+
+/*
+ * Give the engine what it takes of s.  The last piece carries the
+ * notification and waits until the others completed, so that the
+ * notification covers every byte.
+ */
+static int job_submit(struct coop_context *ctx, struct coop_request *s)
+{
+	struct coop_dma *d = ctx->dma;
+	struct coop_job *j = &s->job;
+	int n = 0, rc;
+
+	while (!j->err && !j->notified) {
+		uint64_t len = COOP_MIN(j->len - j->cursor, d->max_length);
+		int last = j->cursor + len == j->len;
+
+		if (last && j->pieces)
+			break;
+		rc = job_put(ctx, s, len, last);
+		if (rc == -EAGAIN)
+			break;	/* engine full: again after completions */
+		if (rc) {
+			j->err = coop_err_from_errno(rc);
+			break;
+		}
+		j->cursor += len;
+		j->pieces++;
+		j->notified = (uint8_t)last;
+		d->inflight++;
+		n++;
+	}
+	if (j->err && !j->pieces)
+		job_end(s);
+	return n;
+}
+
+void coop_dma_start(struct coop_request *s, const struct coop_pkt_cts *p)
+{
+	struct coop_context *ctx = s->ctx;
+	struct coop_job *j = &s->job;
+
+	s->pending |= EV_LOCAL;
+	if (!coop_dma_usable(ctx)) {	/* we never asked for DMA then */
+		coop_req_fail(s, COOP_ERR_INTERNAL);
+		return;
+	}
+	memset(j, 0, sizeof(*j));
+	j->kind = JOB_OFFLOAD;
+	j->peer = s->peer;
+	j->local = s->buf;
+	j->key = p->key;
+	j->len = s->xfer;
+	j->own_slot = -1;
+	j->noff = (uint64_t)p->slot * sizeof(struct note);
+	j->nkey.cookie = p->ncookie;
+	j->nkey.length = j->noff + sizeof(struct note);	/* at least */
+	dlist_add_tail(&ctx->dma->jobs, &s->jlink);
+	job_submit(ctx, s);
+}
+
+static int jobs_step(struct coop_context *ctx, struct coop_dma *d)
+{
+	struct dlist *pos, *tmp;
+	int n = 0;
+
+	dlist_for_each_safe(pos, tmp, &d->jobs)
+		n += job_submit(ctx, container_of(pos, struct coop_request,
+						  jlink));
+	return n;
+}
+
+static void on_done(struct coop_context *ctx, const struct coop_offload_done *c)
+{
+	struct coop_request *s = coop_req_lookup(ctx, (uint32_t)c->tag);
+	struct coop_job *j;
+
+	ctx->dma->inflight--;
+	if (!s || s->kind != REQ_SEND || s->job.kind != JOB_OFFLOAD ||
+	    !dlist_linked(&s->jlink))
+		return;		/* the send failed meanwhile */
+	j = &s->job;
+	j->pieces--;
+	j->done += c->bytes;
+	if (c->status && !j->err) {
+		if (c->status == -ESRCH || c->status == -EPIPE)
+			coop_peer_failed(ctx, j->peer);
+		j->err = coop_err_from_errno(c->status);
+	}
+	if (!j->pieces && (j->err || j->notified))
+		job_end(s);
+}
+
+static int reap(struct coop_context *ctx)
+{
+	struct coop_offload_done c[REAP_BATCH];
+	int i, n = ctx->prov.ops->offload_poll(&ctx->prov, c, REAP_BATCH);
+
+	for (i = 0; i < n; i++)
+		on_done(ctx, &c[i]);
+	return n > 0 ? n : 0;
+}
+
+int coop_dma_progress(struct coop_context *ctx)
+{
+	struct coop_dma *d = ctx->dma;
+	int n = 0;
+
+	if (!dlist_empty(&d->jobs))
+		n += jobs_step(ctx, d);
+	if (d->inflight)	/* also submits what jobs_step queued */
+		n += reap(ctx);
+	if (d->nbusy)
+		n += notes_poll(ctx, d);
+	return n;
+}
+
+void coop_dma_release(struct coop_request *r)
+{
+	if (r->nslot >= 0) {
+		slot_free(r->ctx->dma, (uint32_t)r->nslot);
+		r->nslot = -1;
+	}
+	if (r->job.kind == JOB_OFFLOAD && dlist_linked(&r->jlink))
+		dlist_del(&r->jlink);	/* its copies end unheeded */
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * t_dma.c - PROTO_DMA, RPUT by the provider's offload engine: the
+ * two-rank data-integrity test (t_proto's sizes up to 4 MiB, unaligned,
+ * receives posted before and after the sends) with COOP_RNDV=dma, and
+ * with auto mode + COOP_OFFLOAD=1 (on both ranks, or on the sender only).
+ *
+ * With an engine (kmod provider, coopmpi.ko not loaded with dma=off: run
+ * in the VM) the engine must have done every rendezvous copy: sysfs
+ * dma_completed grew by at least their number and no CPU copy shows in
+ * the load counters.  Without one (shm, or dma=off) the fallback must
+ * have: RPUT (the sender's CPU copied everything) for COOP_RNDV=dma,
+ * COOP-p2p for auto mode.  With an engine also: the ioctl + mmap'ed CQ
+ * path (io_uring_setup refused by a seccomp filter), and a receive
+ * completing while its sender computes (the engine's notification needs
+ * no step of the sender).  Either way: more messages at once than the
+ * engine takes and than the receiver has notification slots.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "harness.h"
+#include "tests.h"
+
+#define SYSFS "/sys/kernel/coopmpi/"
+#define MAX_SIZE (((size_t)4 << 20) + 5)
+#define COMM 12
+
+struct dma_case {
+	const char *name;
+	const char *const *env;
+	size_t rndv_above;	/* larger messages go by rendezvous */
+	int rput;		/* the fallback is RPUT (else COOP-p2p) */
+};
+
+static const char *const env_dma[] = { "COOP_RNDV=dma", NULL };
+static const char *const env_dma_small[] = { "COOP_RNDV=dma",
+	"COOP_EAGER_MAX=0", NULL };
+static const char *const env_auto[] = { "COOP_OFFLOAD=1", NULL };
+static const char *const env_auto_sender[] = { "R0:COOP_OFFLOAD=1", NULL };
+
+static const struct dma_case cases[] = {
+	{ "COOP_RNDV=dma", env_dma, 65536, 1 },
+	{ "COOP_RNDV=dma, COOP_EAGER_MAX=0", env_dma_small, COOP_INLINE_MAX,
+	  1 },
+	{ "auto, COOP_OFFLOAD=1", env_auto, 65536, 0 },
+	{ "auto, COOP_OFFLOAD=1 on the sender only", env_auto_sender, 65536,
+	  0 },
+};
+#define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
+
+/* What rank 0 saw before anyone finalized (kmod clears a closed
+ * endpoint's load slot). */
+struct outcome {
+	char prov[8];
+	coop_load_t load[2];
+};
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* Will the ranks' provider be kmod with a DMA engine? */
+static int engine_present(void)
+{
+	const char *prov = getenv("COOP_PROVIDER");
+	char eng[16];
+
+	if (prov && *prov && strcmp(prov, "kmod"))
+		return 0;
+	if (access("/dev/coopmpi", R_OK | W_OK) ||
+	    read_line(SYSFS "dma_engine", eng, sizeof(eng)))
+		return 0;
+	return strcmp(eng, "none") != 0;
+}
+
+static int sizes_load_rank(coop_context_t *ctx, int rank, int size,
+			   void *arg)
+{
+	static const size_t max = MAX_SIZE;
+	struct outcome *o = arg;
+	int i;
+
+	proto_sizes_rank(ctx, rank, size, (void *)&max);
+	t_barrier(ctx, rank, size);
+	if (rank == 0) {
+		snprintf(o->prov, sizeof(o->prov), "%s",
+			 coop_provider_name(ctx));
+		for (i = 0; i < 2; i++)
+			T_OK(coop_get_load(ctx, i, &o->load[i]));
+	}
+	t_barrier(ctx, rank, size);
+	return 0;
+}
+
+static void check_engine(const struct outcome *o, uint64_t dma_done,
+			 int nrndv)
+{
+	ck_assert_str_eq(o->prov, "kmod");
+	ck_assert_msg(dma_done >= (uint64_t)nrndv,
+		      "dma_completed grew by %llu, %d rendezvous messages",
+		      (unsigned long long)dma_done, nrndv);
+	ck_assert_msg(!o->load[0].total_bytes && !o->load[1].total_bytes,
+		      "a CPU copied: total_bytes %llu, %llu",
+		      (unsigned long long)o->load[0].total_bytes,
+		      (unsigned long long)o->load[1].total_bytes);
+}
+
+static void check_fallback(const struct dma_case *c, const struct outcome *o,
+			   uint64_t bytes)
+{
+	uint64_t t0 = o->load[0].total_bytes, t1 = o->load[1].total_bytes;
+
+	ck_assert_msg(t0 + t1 == bytes, "CPUs copied %llu + %llu bytes, "
+		      "rendezvous carried %llu", (unsigned long long)t0,
+		      (unsigned long long)t1, (unsigned long long)bytes);
+	ck_assert_msg(!c->rput || !t1, "RPUT fallback, yet the receiver "
+		      "copied %llu bytes", (unsigned long long)t1);
+}
+
+static void run_case(const struct dma_case *c, int engine)
+{
+	struct outcome *o = shared_alloc(sizeof(*o));
+	uint64_t before = engine ? t_sysfs_u64("dma_completed") : 0;
+	int n;
+	size_t bytes = proto_sizes_sum(c->rndv_above, MAX_SIZE, &n);
+
+	fprintf(stderr, "dma: %s, %s\n", c->name,
+		engine ? "offload engine" : "no engine: fallback");
+	ck_assert_int_eq(run_ranks(2, c->env, sizes_load_rank, o, 120, NULL),
+			 0);
+	if (engine) {	/* two phases */
+		ck_assert(before != UINT64_MAX);
+		check_engine(o, t_sysfs_u64("dma_completed") - before, 2 * n);
+	}
+	else
+		check_fallback(c, o, 2 * (uint64_t)bytes);
+	shared_free(o, sizeof(*o));
+}
+
+START_TEST(test_dma_sizes)
+{
+	run_case(&cases[_i], engine_present());
+}
+END_TEST
+
+/* The ioctl + mmap'ed CQ path: io_uring_setup refused (EPERM, as with
+ * kernel.io_uring_disabled=2) in this forked test and its ranks. */
+START_TEST(test_dma_ioctl_path)
+{
+	static const int nr[] = { SYS_io_uring_setup };
+
+	if (!engine_present()) {
+		fprintf(stderr, "dma ioctl path: no offload engine: skipped\n");
+		return;
+	}
+	ck_assert_int_eq(t_deny_syscalls(nr, 1, EPERM), 0);
+	run_case(&cases[0], 1);
+}
+END_TEST
+
+/*
+ * More messages than the engine takes at once (its limit, 256 by
+ * default: copies wait in the library) and than the receiver has
+ * notification slots (1024: the rest go by RPUT), all preposted; the
+ * sender sleeps after its isends so that the receiver matches many
+ * before any copy ends.  Every message arrives, by one way or the other.
+ */
+#define MANY 1100
+#define MANY_LEN 65537
+
+static int many_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct outcome *o = arg;
+	coop_request_t **r = calloc(MANY, sizeof(*r));
+	char *buf = malloc((size_t)MANY * MANY_LEN);
+	int i;
+
+	for (i = 0; rank == 1 && i < MANY; i++)
+		T_OK(coop_irecv(ctx, buf + (size_t)i * MANY_LEN, MANY_LEN, 0,
+				i, COMM, 0, &r[i]));
+	t_barrier(ctx, rank, size);
+	for (i = 0; rank == 0 && i < MANY; i++) {
+		t_fill(buf + (size_t)i * MANY_LEN, MANY_LEN, (uint32_t)i);
+		T_OK(coop_isend(ctx, buf + (size_t)i * MANY_LEN, MANY_LEN, 1,
+				i, COMM, 0, &r[i]));
+	}
+	if (rank == 0)
+		sleep(3);
+	T_OK(coop_waitall(MANY, r, COOP_STATUSES_IGNORE));
+	for (i = 0; rank == 1 && i < MANY; i++)
+		T_ASSERT(t_check(buf + (size_t)i * MANY_LEN, MANY_LEN,
+				 (uint32_t)i) < 0, "message %d", i);
+	t_barrier(ctx, rank, size);
+	if (rank == 0)
+		T_OK(coop_get_load(ctx, 0, &o->load[0]));
+	t_barrier(ctx, rank, size);
+	free(buf);
+	free(r);
+	return 0;
+}
+
+START_TEST(test_dma_many)
+{
+	static const char *const env[] = { "COOP_RNDV=dma",
+		"COOP_RING_SLOTS=4096", NULL };
+	struct outcome *o = shared_alloc(sizeof(*o));
+	int engine = engine_present();
+	uint64_t before = t_sysfs_u64("dma_completed"), dma = 0, rput;
+
+	ck_assert_int_eq(run_ranks(2, env, many_rank, o, 120, NULL), 0);
+	if (engine)
+		dma = t_sysfs_u64("dma_completed") - before;
+	rput = o->load[0].total_bytes / MANY_LEN;
+	fprintf(stderr, "dma many: %llu by the engine, %llu by RPUT\n",
+		(unsigned long long)dma, (unsigned long long)rput);
+	ck_assert_msg(o->load[0].total_bytes % MANY_LEN == 0 &&
+		      dma + rput == MANY, "%llu + %llu messages",
+		      (unsigned long long)dma, (unsigned long long)rput);
+	ck_assert_msg(!engine || dma > 256, "the engine did only %llu",
+		      (unsigned long long)dma);
+	shared_free(o, sizeof(*o));
+}
+END_TEST
+
+/* Rank 0 stops calling the library once the engine has the copy: the
+ * receive completes all the same.  1 MiB: one copy whatever the module's
+ * dma_max_bytes (>= 1 MiB); a longer message in pieces would need a step
+ * of the sender before its last, notifying piece. */
+static int overlap_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	volatile int *woke = arg;
+	size_t len = 1 << 20;
+	char *buf = malloc(len + 1) + 1;
+	coop_request_t *r;
+	uint64_t seen;
+	int flag = 0;
+
+	if (rank == 1)
+		T_OK(coop_irecv(ctx, buf, len, 0, 1, COMM, 0, &r));
+	t_barrier(ctx, rank, size);
+	if (rank == 0) {
+		t_fill(buf, len, 5);
+		seen = t_sysfs_u64("dma_ops") + t_sysfs_u64("dma_completed");
+		T_OK(coop_isend(ctx, buf, len, 1, 1, COMM, 0, &r));
+		while (!flag && t_sysfs_u64("dma_ops") +
+				t_sysfs_u64("dma_completed") == seen)
+			T_OK(coop_test(&r, &flag, NULL));
+		sleep(3);	/* "compute" */
+		*woke = 1;
+		__sync_synchronize();
+		T_OK(coop_wait(&r, NULL));
+	} else {
+		T_OK(coop_wait(&r, NULL));
+		T_ASSERT(!*woke, "the receive waited for the sender");
+		T_ASSERT(t_check(buf, len, 5) < 0, "data");
+	}
+	free(buf - 1);
+	return 0;
+}
+
+START_TEST(test_dma_overlap)
+{
+	int *woke;
+
+	if (!engine_present()) {
+		fprintf(stderr, "dma overlap: no offload engine: skipped\n");
+		return;
+	}
+	woke = shared_alloc(4096);
+	ck_assert_int_eq(run_ranks(2, env_dma, overlap_rank, woke, 60, NULL),
+			 0);
+	shared_free(woke, 4096);
+}
+END_TEST
+
+TCase *tc_dma(void)
+{
+	TCase *tc = tcase_create("dma");
+
+	tcase_set_timeout(tc, 150);
+	tcase_add_loop_test(tc, test_dma_sizes, 0, NCASES);
+	tcase_add_test(tc, test_dma_ioctl_path);
+	tcase_add_test(tc, test_dma_many);
+	tcase_add_test(tc, test_dma_overlap);
+	return tc;
+}
