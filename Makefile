@@ -3,13 +3,15 @@
 #   make              install missing packages, build library, tests, module
 #   make check        everything above, then every test: natively (library,
 #                     shm provider) and in a QEMU VM against the real module
+#   make bench        the full benchmark suite (bench/results/full/)
+#   make bench-quick  headline numbers in < 90 s, ending in key=value lines
 #
 # KDIR selects the kernel build tree for the module (default: the newest
 # installed /lib/modules/*/build).
 
 SHELL := /bin/bash
 
-.PHONY: all deps lib module tests check clean
+.PHONY: all deps lib module tests check bench bench-quick clean
 
 all: deps lib module tests
 
@@ -25,9 +27,16 @@ module: deps
 tests: lib
 	$(MAKE) -C tests/kmod
 	$(MAKE) -C tests/lib
+	$(MAKE) -C bench
 
 check: all
 	@scripts/check.sh
+
+bench: all
+	@bench/run-suite.sh full
+
+bench-quick: all
+	@bench/run-suite.sh quick
 
 clean:
 	$(MAKE) -C lib clean
@@ -35,3 +44,5 @@ clean:
 	$(MAKE) -C tests/kmod clean
 	$(MAKE) -C tests/dmatest clean
 	$(MAKE) -C tests/lib clean
+	$(MAKE) -C bench clean
+	$(MAKE) -C bench -f Makefile.suite clean

@@ -56,6 +56,8 @@ stage kmod-vm vm tests/kmod/test_kmod
 stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
 stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
 stage dkms scripts/dkms-check.sh
+# benchmarks are not tests: each program once on tiny sizes
+stage bench-smoke bench/run-suite.sh smoke
 
 printf '\n==== summary ====\n'
 if [ ${#failed_stages[@]} -ne 0 ]; then

@@ -12,6 +12,7 @@ packages=(
 	libibverbs-dev rdma-core liburing-dev
 	check
 	gnuplot-nox
+	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils
 )
 
 missing=()

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mpi_peer - the coopmpi benchmarks' methodology in plain MPI, to measure
+ * the MPI libraries users already run on the same machine in the same run.
+ * Built once per MPI (bench/Makefile.suite: mpi_peer.openmpi with
+ * mpicc.openmpi, mpi_peer.mpich with mpicc.mpich):
+ *
+ *   mpirun -np 2 bench/bin/mpi_peer.X -t lat|bw|bibw [-i iters] [-r repeats]
+ *                                     [-w window] [-V] [sizes...]
+ *
+ *   lat   osu_latency: ping-pong with MPI_Send/MPI_Recv, one-way latency
+ *         (round trip / 2) in us          (= bench/pingpong)
+ *   bw    osu_bw: window of 64 MPI_Isend/MPI_Irecv, then a 4-byte ack,
+ *         MB/s                            (= bench/bw)
+ *   bibw  osu_bibw: both ranks post 64 MPI_Irecv and 64 MPI_Isend, MB/s of
+ *         both directions                 (= bench/bibw)
+ *
+ * Same iteration counts, warm-up and repeats as the libcoopmpi programs;
+ * prints "size value" per size (the median over repeats).  -V first
+ * prints "# " and the first line of MPI_Get_library_version().
+ */
+#include <mpi.h>
+#include <unistd.h>
+
+#include "osu_util.h"
+
+#define MAX_WINDOW 256
+
+enum test { T_LAT, T_BW, T_BIBW };
+
+static const size_t def_sizes[] = { 1, 8, 1024, 65536, 1048576, 4194304 };
+
+static void check(int rc, const char *what)
+{
+	if (rc != MPI_SUCCESS) {
+		fprintf(stderr, "mpi_peer: %s failed (%d)\n", what, rc);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+}
+
+static double run_lat(int rank, char *buf, int size, int iters, int warm)
+{
+	int peer = 1 - rank, i;
+	double t0 = 0;
+
+	check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+	for (i = 0; i < warm + iters; i++) {
+		if (i == warm)
+			t0 = ou_now_us();
+		if (rank == 0) {
+			check(MPI_Send(buf, size, MPI_CHAR, peer, 1,
+				       MPI_COMM_WORLD), "MPI_Send");
+			check(MPI_Recv(buf, size, MPI_CHAR, peer, 1,
+				       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+			      "MPI_Recv");
+		} else {
+			check(MPI_Recv(buf, size, MPI_CHAR, peer, 1,
+				       MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+			      "MPI_Recv");
+			check(MPI_Send(buf, size, MPI_CHAR, peer, 1,
+				       MPI_COMM_WORLD), "MPI_Send");
+		}
+	}
+	return (ou_now_us() - t0) / (2.0 * iters);
+}
+
+/*
+ * GCC 12 takes MPICH's MPI_STATUSES_IGNORE ((MPI_Status *)1) for a
+ * zero-sized array (-Wstringop-overflow false positive): silence it here.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+static void waitall(int n, MPI_Request *req)
+{
+	check(MPI_Waitall(n, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+static void bw_window(int rank, char *sbuf, char *rbuf, int size, int win,
+		      enum test t)
+{
+	MPI_Request req[2 * MAX_WINDOW];
+	int peer = 1 - rank, i, n = 0, ack = 0;
+
+	if (t == T_BIBW) {
+		for (i = 0; i < win; i++)
+			check(MPI_Irecv(rbuf, size, MPI_CHAR, peer, 4,
+					MPI_COMM_WORLD, &req[n++]), "MPI_Irecv");
+		for (i = 0; i < win; i++)
+			check(MPI_Isend(sbuf, size, MPI_CHAR, peer, 4,
+					MPI_COMM_WORLD, &req[n++]), "MPI_Isend");
+		waitall(n, req);
+		return;
+	}
+	for (i = 0; i < win; i++) {
+		if (rank == 0)
+			check(MPI_Isend(sbuf, size, MPI_CHAR, 1, 2,
+					MPI_COMM_WORLD, &req[n++]), "MPI_Isend");
+		else
+			check(MPI_Irecv(rbuf, size, MPI_CHAR, 0, 2,
+					MPI_COMM_WORLD, &req[n++]), "MPI_Irecv");
+	}
+	waitall(n, req);
+	if (rank == 0)
+		check(MPI_Recv(&ack, 1, MPI_INT, 1, 3, MPI_COMM_WORLD,
+			       MPI_STATUS_IGNORE), "MPI_Recv");
+	else
+		check(MPI_Send(&ack, 1, MPI_INT, 0, 3, MPI_COMM_WORLD),
+		      "MPI_Send");
+}
+
+static double run_bw(int rank, char *sbuf, char *rbuf, int size, int iters,
+		     int warm, int win, enum test t)
+{
+	double t0 = 0;
+	int i;
+
+	check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+	for (i = 0; i < warm + iters; i++) {
+		if (i == warm)
+			t0 = ou_now_us();
+		bw_window(rank, sbuf, rbuf, size, win, t);
+	}
+	return (t == T_BIBW ? 2.0 : 1.0) * size * win * iters /
+	       (ou_now_us() - t0);
+}
+
+int main(int argc, char **argv)
+{
+	size_t sizes[OU_MAX_SIZES];
+	int rank, nranks, n, s, r, opt, iters = 0, reps = 0, win = 64;
+	int version = 0;
+	enum test t = T_LAT;
+	double v[OU_MAX_REPS];
+
+	check(MPI_Init(&argc, &argv), "MPI_Init");
+	while ((opt = getopt(argc, argv, "t:i:r:w:V")) != -1) {
+		if (opt == 't' && !strcmp(optarg, "lat")) {
+			t = T_LAT;
+		} else if (opt == 't' && !strcmp(optarg, "bw")) {
+			t = T_BW;
+		} else if (opt == 't' && !strcmp(optarg, "bibw")) {
+			t = T_BIBW;
+		} else if (opt == 'i') {
+			iters = atoi(optarg);
+		} else if (opt == 'r') {
+			reps = atoi(optarg);
+		} else if (opt == 'w') {
+			win = atoi(optarg);
+		} else if (opt == 'V') {
+			version = 1;
+		} else {
+			fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw [-i iters] [-r repeats] [-w window] [-V] [sizes...]\n");
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		}
+	}
+	if (reps < 1 || reps > OU_MAX_REPS)
+		reps = t == T_LAT ? 11 : 7;
+	if (win < 1 || win > MAX_WINDOW)
+		win = 64;
+	n = ou_parse_sizes(argc, argv, optind, sizes, def_sizes,
+			   (int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
+	check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+	check(MPI_Comm_size(MPI_COMM_WORLD, &nranks), "MPI_Comm_size");
+	if (nranks != 2) {
+		if (rank == 0)
+			fprintf(stderr, "mpi_peer: run with exactly 2 ranks\n");
+		MPI_Finalize();
+		return 2;
+	}
+	if (version && rank == 0) {
+		char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+		int len;
+
+		check(MPI_Get_library_version(lib, &len), "version");
+		lib[strcspn(lib, "\n")] = 0;
+		printf("# %s\n", lib);
+	}
+	for (s = 0; s < n; s++) {
+		int size = (int)sizes[s];
+		char *sbuf = ou_alloc(sizes[s]), *rbuf = ou_alloc(sizes[s]);
+		int it;
+
+		if (sizes[s] > (size_t)1 << 30) {
+			fprintf(stderr, "mpi_peer: size %zu too large\n",
+				sizes[s]);
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		}
+		if (t == T_LAT)
+			it = iters ? iters : size <= 65536 ? 10000 :
+			     size <= 1048576 ? 500 : 50;
+		else
+			it = iters ? iters : size <= 65536 ? 100 :
+			     size <= 1048576 ? 20 : 4;
+		for (r = 0; r < reps; r++)
+			v[r] = t == T_LAT ?
+			       run_lat(rank, sbuf, size, it, it / 10 + 1) :
+			       run_bw(rank, sbuf, rbuf, size, it, 2, win, t);
+		if (rank == 0)
+			printf(t == T_LAT ? "%zu %.3f\n" : "%zu %.1f\n",
+			       sizes[s], ou_median(v, reps));
+		fflush(stdout);
+		free(sbuf);
+		free(rbuf);
+	}
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# bench/vm-stage.sh OUTDIR MODE... - the benchmark runs that need coopmpi.ko.
+# bench/run-suite.sh starts it inside the QEMU VM (scripts/vm/run, module
+# loaded, OUTDIR writable through --rw); it is not meant to be run by hand.
+#
+#   lib    libcoopmpi with COOP_PROVIDER=kmod and =shm (same VM, so their
+#          ratio means something), every rendezvous protocol: pingpong, bw
+#   dma    bench/bin/dma_bw: the driver's DMA channel vs. COOPMPI_IOC_COPY
+#   smoke-lib  every libcoopmpi program once on the kmod provider, tiny sizes
+#   smoke-dma  dma_bw once, tiny sizes
+#
+# Each run writes OUTDIR/NAME.out (stdout) and NAME.err and appends
+# "NAME|csv|series|columns|sizes" to OUTDIR/manifest; run-suite.sh checks
+# and ingests them after the VM is gone.  DMA_TAG (environment) names the
+# DMA engine for the series (dma-soft, dma-hw).  Exit status: 0 when every
+# run exited 0.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+outdir=${1:?outdir}
+shift
+dma_tag=${DMA_TAG:-dma}
+failed=0
+count=0
+
+# one NAME CSV SERIES COLUMNS "SIZES" cmd...
+one() {
+	local name=$1 csv=$2 series=$3 cols=$4 sizes=$5 t0=$SECONDS rc=0
+	shift 5
+	count=$((count + 1))
+	"$@" >"$outdir/$name.out" 2>"$outdir/$name.err" || rc=$?
+	echo "$name|$csv|$series|$cols|$sizes" >>"$outdir/manifest"
+	if ((rc)); then
+		failed=$((failed + 1))
+		echo "vm-stage: $name FAILED (exit $rc, $((SECONDS - t0))s)"
+		tail -n 5 "$outdir/$name.err" | sed 's/^/vm-stage:   /'
+	else
+		echo "vm-stage: $name ok ($((SECONDS - t0))s)"
+	fi
+}
+
+coop() {
+	local prov=$1 proto=$2
+	shift 2
+	env COOP_PROVIDER="$prov" COOP_RNDV="$proto" scripts/cooprun -n 2 -t 300 "$@"
+}
+
+for mode in "$@"; do
+	case $mode in
+	lib)
+		# small: under TCG every exec costs ~1 s and copies ~100x less
+		lat_sizes="8 1048576"
+		bw_sizes="262144 1048576"
+		for proto in rget rput rtr coop auto; do
+			for prov in kmod shm; do
+				# shellcheck disable=SC2086 # size lists split on purpose
+				one "vm-lat-$prov-$proto" vm_latency "$prov-$proto" 1 "$lat_sizes" \
+					coop "$prov" "$proto" bench/pingpong -i 50 -r 3 $lat_sizes
+				# shellcheck disable=SC2086
+				one "vm-bw-$prov-$proto" vm_bw "$prov-$proto" 1 "$bw_sizes" \
+					coop "$prov" "$proto" bench/bw -i 2 -r 3 -w 16 $bw_sizes
+			done
+		done
+		;;
+	dma)
+		sizes="65536 1048576 4194304"
+		# shellcheck disable=SC2086
+		one "vm-$dma_tag" dma "$dma_tag" 4 "$sizes" bench/bin/dma_bw -i 4 -r 3 -q 4 $sizes
+		;;
+	smoke-lib)
+		one vm-smoke-pingpong vm_latency kmod-coop 1 "8 131072" \
+			coop kmod coop bench/pingpong -i 4 -r 1 8 131072
+		one vm-smoke-bw vm_bw kmod-coop 1 "8 131072" \
+			coop kmod coop bench/bw -i 2 -r 1 -w 4 8 131072
+		one vm-smoke-bibw vm_bibw kmod-coop 1 "8 131072" \
+			coop kmod coop bench/bin/bibw -i 2 -r 1 -w 4 8 131072
+		one vm-smoke-mbw_mr vm_mbw_mr kmod-coop 2 "8 131072" \
+			coop kmod coop bench/bin/mbw_mr -i 2 -r 1 -w 4 8 131072
+		one vm-smoke-overlap vm_overlap kmod-coop 4 "131072" \
+			coop kmod coop bench/bin/overlap -i 2 -r 1 131072
+		;;
+	smoke-dma)
+		one "vm-smoke-$dma_tag" dma "$dma_tag" 4 "65536" \
+			bench/bin/dma_bw -i 2 -r 1 -q 4 65536
+		;;
+	*)
+		echo "vm-stage: unknown mode '$mode'" >&2
+		exit 2
+		;;
+	esac
+done
+echo "vm-stage: $*: $count runs, $failed failed"
+((failed == 0))
