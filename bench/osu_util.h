@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * osu_util.h - helpers of the benchmark programs that do not link
- * libcoopmpi (limits, mpi_peer, dma_bw): clock, median, size list.
- * The libcoopmpi programs use common.h, which has the same helpers.
+ * osu_util.h - helpers of every benchmark program: clock, median, size
+ * list, buffers.  The ones that do not link libcoopmpi (limits, mpi_peer,
+ * dma_bw) include it alone; the others get it through common.h.
  */
 #ifndef BENCH_OSU_UTIL_H
 #define BENCH_OSU_UTIL_H
