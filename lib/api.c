@@ -204,15 +204,14 @@ int coop_recv(coop_context_t *ctx, void *buf, size_t cap, int source, int tag,
 
 /* ---------------- persistent requests ---------------- */
 
-int coop_send_init(coop_context_t *ctx, const void *buf, size_t len, int dest,
-		   int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+/* An inactive persistent request: complete until coop_start(). */
+static int persistent_init(coop_context_t *ctx, int kind, const void *buf,
+			   size_t len, int peer, int tag, uint32_t comm,
+			   unsigned flags, coop_request_t **req)
 {
-	struct coop_request *r;
-	int rc = check_send(ctx, buf, len, dest, tag, comm, flags, req);
+	struct coop_request *r = new_req(ctx, kind, buf, len, peer, tag, comm,
+					 flags);
 
-	if (rc)
-		return rc;
-	r = new_req(ctx, REQ_SEND, buf, len, dest, tag, comm, flags);
 	if (!r)
 		return COOP_ERR_NOMEM;
 	r->persistent = 1;
@@ -221,21 +220,22 @@ int coop_send_init(coop_context_t *ctx, const void *buf, size_t len, int dest,
 	return COOP_SUCCESS;
 }
 
+int coop_send_init(coop_context_t *ctx, const void *buf, size_t len, int dest,
+		   int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+{
+	int rc = check_send(ctx, buf, len, dest, tag, comm, flags, req);
+
+	return rc ? rc : persistent_init(ctx, REQ_SEND, buf, len, dest, tag,
+					 comm, flags, req);
+}
+
 int coop_recv_init(coop_context_t *ctx, void *buf, size_t cap, int source,
 		   int tag, uint32_t comm, unsigned flags, coop_request_t **req)
 {
-	struct coop_request *r;
 	int rc = check_recv(ctx, buf, cap, source, tag, comm, flags, req);
 
-	if (rc)
-		return rc;
-	r = new_req(ctx, REQ_RECV, buf, cap, source, tag, comm, flags);
-	if (!r)
-		return COOP_ERR_NOMEM;
-	r->persistent = 1;
-	r->complete = 1;
-	*req = r;
-	return COOP_SUCCESS;
+	return rc ? rc : persistent_init(ctx, REQ_RECV, buf, cap, source, tag,
+					 comm, flags, req);
 }
 
 int coop_start(coop_request_t **req)

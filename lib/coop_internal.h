@@ -325,6 +325,7 @@ COOP_HIDDEN void coop_rtr_on_revoke(struct coop_context *ctx,
 				    const struct coop_pkt_revoke *p);
 COOP_HIDDEN void coop_rtr_on_revoke_reply(struct coop_context *ctx,
 					  const struct coop_pkt_revoke *p);
+COOP_HIDDEN void coop_rtr_peer_gone(struct coop_context *ctx, int peer);
 
 /* progress.c */
 COOP_HIDDEN int coop_send_pkt(struct coop_context *ctx, int peer,

@@ -275,6 +275,7 @@ static void handle_death(struct coop_context *ctx, int peer)
 		coop_log(ctx->rank, "rank %d %s: failing its requests", peer,
 			 crashed ? "died" : "finalized");
 	backlog_drop(ctx, peer);
+	coop_rtr_peer_gone(ctx, peer);
 	dlist_for_each_safe(pos, tmp, &ctx->inflight) {
 		struct coop_request *r =
 			container_of(pos, struct coop_request, alink);

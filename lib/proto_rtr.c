@@ -304,3 +304,28 @@ void coop_rtr_on_revoke_reply(struct coop_context *ctx,
 	coop_match_resume(ctx, p->h.comm);
 	retry_cancels(ctx, p->h.comm, p->h.src, p->h.tag);
 }
+
+/*
+ * The sender is gone, so no REVOKE_REPLY will come: answer for it.  A
+ * receive still unmatched can no longer be written to (cancel succeeds);
+ * one whose FIN came first keeps its data (cancel failed).
+ */
+void coop_rtr_peer_gone(struct coop_context *ctx, int peer)
+{
+	struct dlist *pos, *tmp;
+
+	dlist_for_each_safe(pos, tmp, &ctx->inflight) {
+		struct coop_request *r =
+			container_of(pos, struct coop_request, alink);
+		struct coop_pkt_revoke reply = { .rreq = coop_req_id(r) };
+
+		if (r->kind != REQ_RECV || r->peer != peer ||
+		    !(r->pending & EV_REVOKE))
+			continue;
+		reply.h.comm = (uint16_t)r->comm;
+		reply.h.src = (uint16_t)peer;
+		reply.h.tag = r->tag;
+		reply.ok = !!(r->pending & EV_MATCH);
+		coop_rtr_on_revoke_reply(ctx, &reply);
+	}
+}
