@@ -9,9 +9,9 @@
  *
  * Versioning: every ioctl argument starts with "__u32 size", which the
  * caller sets to sizeof() of the struct it was compiled with.  The size is
- * the version (as for clone3/openat2): a newer kernel accepts older, shorter
- * structs; an older kernel accepts a longer struct only if the tail it does
- * not know is zero (-E2BIG otherwise).  Every "reserved" field and every
+ * the version (as for clone3/openat2): the kernel accepts its own size, and
+ * a longer struct only if the tail it does not know is zero (-E2BIG
+ * otherwise); a shorter one is -EINVAL.  Every "reserved" field and every
  * unknown flag bit must be zero (-EINVAL otherwise).
  *
  * The same layouts (mailbox ring, counters area) are used by the library's
