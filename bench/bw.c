@@ -10,7 +10,6 @@
 
 #include "common.h"
 
-#define MAX_WINDOW 256
 
 static const size_t def_sizes[] = { 8, 1024, 16384, 65536, 262144,
 				    1048576, 4194304, 16777216 };
@@ -18,7 +17,7 @@ static const size_t def_sizes[] = { 8, 1024, 16384, 65536, 262144,
 static void window(coop_context_t *ctx, int rank, char *buf, size_t size,
 		   int win)
 {
-	coop_request_t *req[MAX_WINDOW];
+	coop_request_t *req[BENCH_MAX_WINDOW];
 	int i, ack = 0;
 
 	for (i = 0; i < win; i++) {
@@ -55,42 +54,26 @@ static double one_run(coop_context_t *ctx, int rank, char *buf, size_t size,
 int main(int argc, char **argv)
 {
 	coop_context_t *ctx;
-	size_t sizes[MAX_SIZES];
-	int rank, size, n, s, r, opt, iters = 0, reps = 7, win = 64;
+	struct bench_args a = { .reps = 7, .win = 64 };
+	int rank, size, s, r;
 	double v[64];
 
-	while ((opt = getopt(argc, argv, "i:r:w:")) != -1) {
-		if (opt == 'i')
-			iters = atoi(optarg);
-		else if (opt == 'r')
-			reps = atoi(optarg);
-		else if (opt == 'w')
-			win = atoi(optarg);
-		else
-			return 2;
-	}
-	if (reps < 1 || reps > 64)
-		reps = 7;
-	if (win < 1 || win > MAX_WINDOW)
-		win = 64;
-	n = parse_sizes(argc, argv, optind, sizes, def_sizes,
-			(int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
-	CHECK(coop_init_from_env(&ctx));
-	CHECK(coop_rank(ctx, &rank));
-	CHECK(coop_size(ctx, &size));
+	if (bench_parse_args(argc, argv, &a, def_sizes,
+			     (int)(sizeof(def_sizes) / sizeof(def_sizes[0]))))
+		return 2;
+	ctx = bench_init(&rank, &size);
 	if (size != 2) {
 		fprintf(stderr, "bw: run with exactly 2 ranks\n");
 		return 2;
 	}
-	for (s = 0; s < n; s++) {
-		char *buf = bench_alloc(sizes[s]);
-		int it = iters ? iters : sizes[s] <= 65536 ? 100 :
-				 sizes[s] <= 1048576 ? 20 : 4;
+	for (s = 0; s < a.nsizes; s++) {
+		char *buf = bench_alloc(a.sizes[s]);
+		int it = bench_iters(&a, a.sizes[s], 100, 20, 4);
 
-		for (r = 0; r < reps; r++)
-			v[r] = one_run(ctx, rank, buf, sizes[s], it, 2, win);
+		for (r = 0; r < a.reps; r++)
+			v[r] = one_run(ctx, rank, buf, a.sizes[s], it, 2, a.win);
 		if (rank == 0)
-			printf("%zu %.1f\n", sizes[s], median(v, reps));
+			printf("%zu %.1f\n", a.sizes[s], median(v, a.reps));
 		fflush(stdout);
 		free(buf);
 	}

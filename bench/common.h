@@ -3,6 +3,8 @@
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
+#include <unistd.h>
+
 #include "coopmpi.h"
 #include "osu_util.h"
 
@@ -52,6 +54,67 @@ static inline int parse_sizes(int argc, char **argv, int first,
 static inline void *bench_alloc(size_t n)
 {
 	return ou_alloc(n);
+}
+
+#define BENCH_MAX_WINDOW 256
+
+/*
+ * The command line every OSU-style program takes:
+ *   [-i iterations] [-r repeats] [-w window] [sizes...]
+ * Set reps and win to the program's defaults before bench_parse_args();
+ * win == 0 means the program has no window and refuses -w.
+ */
+struct bench_args {
+	int iters;		/* 0: by size, see bench_iters() */
+	int reps;
+	int win;
+	int nsizes;
+	size_t sizes[MAX_SIZES];
+};
+
+/* Returns 0, or 2 (the exit status) on an unknown option. */
+static inline int bench_parse_args(int argc, char **argv,
+				   struct bench_args *a, const size_t *def,
+				   int ndef)
+{
+	int opt, reps = a->reps, win = a->win;
+
+	while ((opt = getopt(argc, argv, win ? "i:r:w:" : "i:r:")) != -1) {
+		if (opt == 'i')
+			a->iters = atoi(optarg);
+		else if (opt == 'r')
+			a->reps = atoi(optarg);
+		else if (opt == 'w')
+			a->win = atoi(optarg);
+		else
+			return 2;
+	}
+	if (a->reps < 1 || a->reps > 64)
+		a->reps = reps;
+	if (win && (a->win < 1 || a->win > BENCH_MAX_WINDOW))
+		a->win = win;
+	a->nsizes = parse_sizes(argc, argv, optind, a->sizes, def, ndef);
+	return 0;
+}
+
+/* Iterations per repeat: -i, or fewer as messages grow (as OSU does). */
+static inline int bench_iters(const struct bench_args *a, size_t size,
+			      int small, int medium, int large)
+{
+	if (a->iters)
+		return a->iters;
+	return size <= 65536 ? small : size <= 1048576 ? medium : large;
+}
+
+/* A connected context from scripts/cooprun's environment. */
+static inline coop_context_t *bench_init(int *rank, int *size)
+{
+	coop_context_t *ctx;
+
+	CHECK(coop_init_from_env(&ctx));
+	CHECK(coop_rank(ctx, rank));
+	CHECK(coop_size(ctx, size));
+	return ctx;
 }
 
 #endif

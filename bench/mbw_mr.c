@@ -13,7 +13,6 @@
 
 #include "common.h"
 
-#define MAX_WINDOW 256
 
 static const size_t def_sizes[] = { 1, 8, 64, 1024, 16384, 65536, 1048576,
 				    4194304 };
@@ -38,7 +37,7 @@ static void barrier_all(coop_context_t *ctx, int rank, int nranks)
 static void window(coop_context_t *ctx, int rank, int pairs, char *buf,
 		   size_t size, int win)
 {
-	coop_request_t *req[MAX_WINDOW];
+	coop_request_t *req[BENCH_MAX_WINDOW];
 	int i, ack = 0, sender = rank < pairs;
 	int peer = sender ? rank + pairs : rank - pairs;
 
@@ -61,57 +60,41 @@ static void window(coop_context_t *ctx, int rank, int pairs, char *buf,
 int main(int argc, char **argv)
 {
 	coop_context_t *ctx;
-	size_t sizes[MAX_SIZES];
-	int rank, nranks, pairs, n, s, r, i, opt, iters = 0, reps = 5, win = 64;
+	struct bench_args a = { .reps = 5, .win = 64 };
+	int rank, nranks, pairs, s, r, i;
 	double bw[64], mr[64];
 
-	while ((opt = getopt(argc, argv, "i:r:w:")) != -1) {
-		if (opt == 'i')
-			iters = atoi(optarg);
-		else if (opt == 'r')
-			reps = atoi(optarg);
-		else if (opt == 'w')
-			win = atoi(optarg);
-		else
-			return 2;
-	}
-	if (reps < 1 || reps > 64)
-		reps = 5;
-	if (win < 1 || win > MAX_WINDOW)
-		win = 64;
-	n = parse_sizes(argc, argv, optind, sizes, def_sizes,
-			(int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
-	CHECK(coop_init_from_env(&ctx));
-	CHECK(coop_rank(ctx, &rank));
-	CHECK(coop_size(ctx, &nranks));
+	if (bench_parse_args(argc, argv, &a, def_sizes,
+			     (int)(sizeof(def_sizes) / sizeof(def_sizes[0]))))
+		return 2;
+	ctx = bench_init(&rank, &nranks);
 	if (nranks < 2 || nranks % 2) {
 		fprintf(stderr, "mbw_mr: run with an even number of ranks\n");
 		return 2;
 	}
 	pairs = nranks / 2;
-	for (s = 0; s < n; s++) {
-		char *buf = bench_alloc(sizes[s]);
-		int it = iters ? iters : sizes[s] <= 65536 ? 100 :
-				 sizes[s] <= 1048576 ? 20 : 4;
+	for (s = 0; s < a.nsizes; s++) {
+		char *buf = bench_alloc(a.sizes[s]);
+		int it = bench_iters(&a, a.sizes[s], 100, 20, 4);
 
-		for (r = 0; r < reps; r++) {
+		for (r = 0; r < a.reps; r++) {
 			double t0, t;
 
 			barrier_all(ctx, rank, nranks);
 			for (i = 0; i < 2; i++)		/* warm-up */
-				window(ctx, rank, pairs, buf, sizes[s], win);
+				window(ctx, rank, pairs, buf, a.sizes[s], a.win);
 			barrier_all(ctx, rank, nranks);
 			t0 = now_us();
 			for (i = 0; i < it; i++)
-				window(ctx, rank, pairs, buf, sizes[s], win);
+				window(ctx, rank, pairs, buf, a.sizes[s], a.win);
 			barrier_all(ctx, rank, nranks);
 			t = now_us() - t0;
-			bw[r] = (double)sizes[s] * win * it * pairs / t;
-			mr[r] = 1e6 * (double)win * it * pairs / t;
+			bw[r] = (double)a.sizes[s] * a.win * it * pairs / t;
+			mr[r] = 1e6 * (double)a.win * it * pairs / t;
 		}
 		if (rank == 0)
-			printf("%zu %.1f %.0f\n", sizes[s], median(bw, reps),
-			       median(mr, reps));
+			printf("%zu %.1f %.0f\n", a.sizes[s], median(bw, a.reps),
+			       median(mr, a.reps));
 		fflush(stdout);
 		free(buf);
 	}

@@ -133,38 +133,26 @@ static double side(coop_context_t *ctx, int rank, int measured, char *buf,
 int main(int argc, char **argv)
 {
 	coop_context_t *ctx;
-	size_t sizes[MAX_SIZES];
-	int rank, size, n, s, opt, iters = 0, reps = 5;
+	struct bench_args a = { .reps = 5, .win = 0 };
+	int rank, size, s;
 
-	while ((opt = getopt(argc, argv, "i:r:")) != -1) {
-		if (opt == 'i')
-			iters = atoi(optarg);
-		else if (opt == 'r')
-			reps = atoi(optarg);
-		else
-			return 2;
-	}
-	if (reps < 1 || reps > 64)
-		reps = 5;
-	n = parse_sizes(argc, argv, optind, sizes, def_sizes,
-			(int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
-	CHECK(coop_init_from_env(&ctx));
-	CHECK(coop_rank(ctx, &rank));
-	CHECK(coop_size(ctx, &size));
+	if (bench_parse_args(argc, argv, &a, def_sizes,
+			     (int)(sizeof(def_sizes) / sizeof(def_sizes[0]))))
+		return 2;
+	ctx = bench_init(&rank, &size);
 	if (size != 2) {
 		fprintf(stderr, "overlap: run with exactly 2 ranks\n");
 		return 2;
 	}
-	for (s = 0; s < n; s++) {
-		char *buf = bench_alloc(sizes[s]);
-		int it = iters ? iters : sizes[s] <= 65536 ? 200 :
-				 sizes[s] <= 1048576 ? 50 : 10;
+	for (s = 0; s < a.nsizes; s++) {
+		char *buf = bench_alloc(a.sizes[s]);
+		int it = bench_iters(&a, a.sizes[s], 200, 50, 10);
 		double ps, pr, os, orv;
 
-		os = side(ctx, rank, 0, buf, sizes[s], it, reps, &ps);
-		orv = side(ctx, rank, 1, buf, sizes[s], it, reps, &pr);
+		os = side(ctx, rank, 0, buf, a.sizes[s], it, a.reps, &ps);
+		orv = side(ctx, rank, 1, buf, a.sizes[s], it, a.reps, &pr);
 		if (rank == 0)
-			printf("%zu %.1f %.1f %.3f %.3f\n", sizes[s], os, orv,
+			printf("%zu %.1f %.1f %.3f %.3f\n", a.sizes[s], os, orv,
 			       ps, pr);
 		fflush(stdout);
 		free(buf);

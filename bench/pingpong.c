@@ -38,38 +38,26 @@ static double one_run(coop_context_t *ctx, int rank, char *buf, size_t size,
 int main(int argc, char **argv)
 {
 	coop_context_t *ctx;
-	size_t sizes[MAX_SIZES];
-	int rank, size, n, s, r, opt, iters = 0, reps = 11;
+	struct bench_args a = { .reps = 11, .win = 0 };
+	int rank, size, s, r;
 	double v[64];
 
-	while ((opt = getopt(argc, argv, "i:r:")) != -1) {
-		if (opt == 'i')
-			iters = atoi(optarg);
-		else if (opt == 'r')
-			reps = atoi(optarg);
-		else
-			return 2;
-	}
-	if (reps < 1 || reps > 64)
-		reps = 11;
-	n = parse_sizes(argc, argv, optind, sizes, def_sizes,
-			(int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
-	CHECK(coop_init_from_env(&ctx));
-	CHECK(coop_rank(ctx, &rank));
-	CHECK(coop_size(ctx, &size));
+	if (bench_parse_args(argc, argv, &a, def_sizes,
+			     (int)(sizeof(def_sizes) / sizeof(def_sizes[0]))))
+		return 2;
+	ctx = bench_init(&rank, &size);
 	if (size != 2) {
 		fprintf(stderr, "pingpong: run with exactly 2 ranks\n");
 		return 2;
 	}
-	for (s = 0; s < n; s++) {
-		char *buf = bench_alloc(sizes[s]);
-		int it = iters ? iters : sizes[s] <= 65536 ? 10000 :
-				 sizes[s] <= 1048576 ? 500 : 50;
+	for (s = 0; s < a.nsizes; s++) {
+		char *buf = bench_alloc(a.sizes[s]);
+		int it = bench_iters(&a, a.sizes[s], 10000, 500, 50);
 
-		for (r = 0; r < reps; r++)
-			v[r] = one_run(ctx, rank, buf, sizes[s], it, it / 10 + 1);
+		for (r = 0; r < a.reps; r++)
+			v[r] = one_run(ctx, rank, buf, a.sizes[s], it, it / 10 + 1);
 		if (rank == 0)
-			printf("%zu %.3f\n", sizes[s], median(v, reps));
+			printf("%zu %.3f\n", a.sizes[s], median(v, a.reps));
 		fflush(stdout);
 		free(buf);
 	}
