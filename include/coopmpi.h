@@ -169,7 +169,27 @@ typedef struct coop_status {
 	size_t count;		/* bytes received (capped at the buffer) */
 	int error;		/* COOP_SUCCESS or the request's error */
 	int cancelled;		/* 1 if the request was cancelled */
+	int protocol;		/* enum coop_protocol the message took (sends
+				 * and receives; COOP_PROTOCOL_NONE before a
+				 * protocol was chosen) */
 } coop_status_t;
+
+/*
+ * How a message moved (coop_status_t.protocol, coop_stats_t).  The
+ * values are stable: MPI implementations may log or count them.
+ */
+enum coop_protocol {
+	COOP_PROTOCOL_NONE = 0,	/* not decided yet / PROC_NULL / cancelled */
+	COOP_PROTOCOL_RGET,	/* receiver copies everything */
+	COOP_PROTOCOL_RPUT,	/* sender copies everything */
+	COOP_PROTOCOL_COOP,	/* both copy: COOP-p2p (split by load) */
+	COOP_PROTOCOL_BOUNCE,	/* no single copy: bounce-buffer pipeline */
+	COOP_PROTOCOL_RTR,	/* receiver initiated, sender writes */
+	COOP_PROTOCOL_DMA,	/* the offload engine copies everything */
+	COOP_PROTOCOL_STRIPE,	/* sender's CPU and the offload engine */
+	COOP_PROTOCOL_EAGER,	/* inline or bounce eager */
+	COOP_PROTOCOL_COUNT
+};
 
 #define COOP_STATUS_IGNORE	((coop_status_t *)0)
 #define COOP_STATUSES_IGNORE	((coop_status_t *)0)
@@ -295,6 +315,31 @@ typedef struct coop_load {
  * Thread safety: as any call on ctx (it only reads shared memory).
  */
 COOP_API int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out);
+
+/*
+ * What this context did since coop_connect() or the last
+ * coop_reset_stats(): messages by protocol, and the work of this rank's
+ * CPU and of the offload engine on its behalf.  For benchmarks, tuning
+ * and the MPI_T performance variables of an MPI implementation.
+ */
+typedef struct coop_stats {
+	uint64_t sent[COOP_PROTOCOL_COUNT];	/* completed sends */
+	uint64_t received[COOP_PROTOCOL_COUNT];	/* completed receives */
+	uint64_t copy_jobs;	/* rendezvous in which this CPU copied */
+	uint64_t copy_bytes;	/* bytes this CPU copied (rendezvous) */
+	uint64_t copy_ns;	/* time this CPU spent in those copies */
+	uint64_t offload_bytes;	/* bytes given to the offload engine */
+	uint64_t sleeps;	/* blocked waits that went to sleep */
+} coop_stats_t;
+
+/*
+ * coop_get_stats - copy the context's statistics into *out.
+ * Returns COOP_SUCCESS or COOP_ERR_ARG (ctx or out NULL).
+ * Thread safety: as any call on ctx.
+ */
+COOP_API int coop_get_stats(coop_context_t *ctx, coop_stats_t *out);
+/* coop_reset_stats - zero the statistics.  COOP_SUCCESS, COOP_ERR_ARG. */
+COOP_API int coop_reset_stats(coop_context_t *ctx);
 
 /* ------------------------------------------------------------------ */
 /* Point-to-point                                                       */

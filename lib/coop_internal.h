@@ -196,6 +196,7 @@ struct coop_context {
 	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
 	struct coop_request done_req;	/* static, always complete */
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
+	coop_stats_t stats;	/* coop_get_stats() */
 	unsigned idle;
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */

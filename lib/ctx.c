@@ -403,6 +403,22 @@ int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
 	return COOP_SUCCESS;
 }
 
+int coop_get_stats(coop_context_t *ctx, coop_stats_t *out)
+{
+	if (!ctx || !out)
+		return COOP_ERR_ARG;
+	*out = ctx->stats;
+	return COOP_SUCCESS;
+}
+
+int coop_reset_stats(coop_context_t *ctx)
+{
+	if (!ctx)
+		return COOP_ERR_ARG;
+	memset(&ctx->stats, 0, sizeof(ctx->stats));
+	return COOP_SUCCESS;
+}
+
 const char *coop_provider_name(const coop_context_t *ctx)
 {
 	return ctx && ctx->prov.ops ? ctx->prov.ops->name : NULL;

@@ -28,6 +28,7 @@ int coop_eager_fits(const struct coop_context *ctx, size_t len, unsigned flags)
 
 static void send_done(struct coop_request *r, int sync)
 {
+	r->proto = PROTO_EAGER;
 	if (sync) {
 		r->pending |= EV_ACK;
 		return;
@@ -157,6 +158,7 @@ void coop_eager_deliver(struct coop_request *r, const struct coop_msgdesc *m)
 		release_slot(ctx, m);
 	}
 	r->status.count = n;
+	r->proto = PROTO_EAGER;
 	if (m->flags & PF_SYNC)
 		send_ack(ctx, m);
 	coop_req_event(r, EV_MATCH);

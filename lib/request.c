@@ -75,6 +75,7 @@ void coop_req_activate(struct coop_request *r)
 	r->status.count = 0;
 	r->status.error = COOP_SUCCESS;
 	r->status.cancelled = 0;
+	r->status.protocol = COOP_PROTOCOL_NONE;
 	dlist_add_tail(&ctx->inflight, &r->alink);
 }
 
@@ -100,10 +101,26 @@ static void req_release_resources(struct coop_request *r)
 	}
 }
 
+/* status.protocol and the per-protocol message counts */
+static void req_account(struct coop_request *r)
+{
+	struct coop_context *ctx = r->ctx;
+	int p = r->proto < COOP_PROTOCOL_COUNT ? r->proto : PROTO_NONE;
+
+	r->status.protocol = p;
+	if (p == PROTO_NONE || r->err)
+		return;
+	if (r->kind == REQ_SEND)
+		ctx->stats.sent[p]++;
+	else
+		ctx->stats.received[p]++;
+}
+
 static void req_complete(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 
+	req_account(r);
 	req_release_resources(r);
 	dlist_del(&r->alink);
 	r->status.error = r->err;

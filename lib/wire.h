@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "coopmpi.h"
 #include "coopmpi_uapi.h"
 #include "provider.h"
 
@@ -33,6 +34,8 @@ enum coop_pkt_type {
 #define PF_BLOCKING	0x02	/* the peer blocks on this request */
 #define PF_RTS_SENT	0x04	/* FIN: the sender also sent an RTS */
 #define PF_LAST		0x08	/* FRAG: last fragment */
+#define PF_BUFFERED	0x10	/* RTS: a buffered send (Table II row Bsend) */
+#define PF_ENGINE	0x20	/* RTS: the sender has a usable offload engine */
 
 /* Rendezvous protocols carried in RTS/CTS. */
 enum coop_proto {
@@ -43,7 +46,13 @@ enum coop_proto {
 	PROTO_BOUNCE,	/* no single copy: sender pipelines bounce slots */
 	PROTO_RTR,	/* receiver initiated: sender writes after RTR */
 	PROTO_DMA,	/* RPUT by the offload engine, notification ends it */
+	PROTO_STRIPE,	/* RPUT striped: sender's CPU + offload engine */
+	PROTO_EAGER,	/* request state only: moved eagerly */
+	PROTO_AUTO,	/* RTS only: the receiver decides (COOP-hybrid) */
 };
+
+/* enum coop_proto and the public enum coop_protocol agree up to EAGER */
+_Static_assert((int)PROTO_EAGER == (int)COOP_PROTOCOL_EAGER, "protocols");
 
 struct coop_pkt_hdr {
 	uint8_t type;
