@@ -5,13 +5,15 @@
 #                     shm provider) and in a QEMU VM against the real module
 #   make bench        the full benchmark suite (bench/results/full/)
 #   make bench-quick  headline numbers in < 90 s, ending in key=value lines
+#   make bench-patterns  collective patterns and 3-D stencil per protocol
+#                     (bench/results/patterns/; BENCH_VM=1: also in the VM)
 #
 # KDIR selects the kernel build tree for the module (default: the newest
 # installed /lib/modules/*/build).
 
 SHELL := /bin/bash
 
-.PHONY: all deps lib module tests check bench bench-quick clean
+.PHONY: all deps lib module tests check bench bench-quick bench-patterns clean
 
 all: deps lib module tests
 
@@ -37,6 +39,9 @@ bench: all
 
 bench-quick: all
 	@bench/run-suite.sh quick
+
+bench-patterns: all
+	@bench/run-suite.sh patterns
 
 clean:
 	$(MAKE) -C lib clean

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* common.h - shared bits of the OSU-style benchmarks (pingpong, bw). */
+/* common.h - shared bits of the libcoopmpi benchmark programs. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
@@ -37,6 +37,90 @@ static inline void barrier2(coop_context_t *ctx, int rank)
 	} else {
 		CHECK(coop_recv(ctx, NULL, 0, peer, 0, SYNC_COMM, 0, NULL));
 		CHECK(coop_send(ctx, NULL, 0, peer, 0, SYNC_COMM, 0));
+	}
+}
+
+/* Barrier of all ranks: everybody reports to rank 0, which releases. */
+static inline void barrier_all(coop_context_t *ctx, int rank, int nranks)
+{
+	int i;
+
+	if (rank == 0) {
+		for (i = 1; i < nranks; i++)
+			CHECK(coop_recv(ctx, NULL, 0, COOP_ANY_SOURCE, 9,
+					SYNC_COMM, 0, NULL));
+		for (i = 1; i < nranks; i++)
+			CHECK(coop_send(ctx, NULL, 0, i, 10, SYNC_COMM, 0));
+	} else {
+		CHECK(coop_send(ctx, NULL, 0, 0, 9, SYNC_COMM, 0));
+		CHECK(coop_recv(ctx, NULL, 0, 0, 10, SYNC_COMM, 0, NULL));
+	}
+}
+
+/*
+ * Rank 0 collects len bytes from every rank into all (rank r's at
+ * r * len, its own included); the other ranks only send (all unused).
+ * On SYNC_COMM, so that it never matches measured traffic.
+ */
+static inline void gather_to_0(coop_context_t *ctx, int rank, int nranks,
+			       const void *mine, void *all, size_t len)
+{
+	int r;
+
+	if (rank) {
+		CHECK(coop_send(ctx, mine, len, 0, 11, SYNC_COMM, 0));
+		return;
+	}
+	memcpy(all, mine, len);
+	for (r = 1; r < nranks; r++)
+		CHECK(coop_recv(ctx, (char *)all + (size_t)r * len, len, r, 11,
+				SYNC_COMM, 0, NULL));
+}
+
+/* The rendezvous protocol the job asked for (COOP_RNDV), for headers. */
+static inline const char *bench_rndv(void)
+{
+	const char *s = getenv("COOP_RNDV");
+
+	return s && *s ? s : "auto";
+}
+
+/* Compute for us microseconds: a loop that makes no library call. */
+static inline void busy_us(double us)
+{
+	double t0 = now_us();
+
+	while (now_us() - t0 < us)
+		;
+}
+
+/*
+ * The rendezvous protocols, in the order the multi-rank programs print
+ * their message counts (eager ones are left out: barriers use them).
+ */
+#define RNDV_COLUMNS "rget rput coop rtr dma stripe bounce"
+static const int rndv_protos[] = {
+	COOP_PROTOCOL_RGET, COOP_PROTOCOL_RPUT, COOP_PROTOCOL_COOP,
+	COOP_PROTOCOL_RTR, COOP_PROTOCOL_DMA, COOP_PROTOCOL_STRIPE,
+	COOP_PROTOCOL_BOUNCE,
+};
+
+/*
+ * Print " n" per protocol of RNDV_COLUMNS: the messages all n ranks
+ * received with it (each message counted once, at its receiver) / per.
+ */
+static inline void print_rndv_counts(const coop_stats_t *st, int n,
+				     double per)
+{
+	size_t k;
+	int r;
+
+	for (k = 0; k < sizeof(rndv_protos) / sizeof(rndv_protos[0]); k++) {
+		double m = 0;
+
+		for (r = 0; r < n; r++)
+			m += (double)st[r].received[rndv_protos[k]];
+		printf(" %.2f", m / per);
 	}
 }
 

@@ -17,23 +17,6 @@
 static const size_t def_sizes[] = { 1, 8, 64, 1024, 16384, 65536, 1048576,
 				    4194304 };
 
-/* Barrier of all ranks: everybody reports to rank 0, which releases. */
-static void barrier_all(coop_context_t *ctx, int rank, int nranks)
-{
-	int i;
-
-	if (rank == 0) {
-		for (i = 1; i < nranks; i++)
-			CHECK(coop_recv(ctx, NULL, 0, COOP_ANY_SOURCE, 9,
-					SYNC_COMM, 0, NULL));
-		for (i = 1; i < nranks; i++)
-			CHECK(coop_send(ctx, NULL, 0, i, 10, SYNC_COMM, 0));
-	} else {
-		CHECK(coop_send(ctx, NULL, 0, 0, 9, SYNC_COMM, 0));
-		CHECK(coop_recv(ctx, NULL, 0, 0, 10, SYNC_COMM, 0, NULL));
-	}
-}
-
 static void window(coop_context_t *ctx, int rank, int pairs, char *buf,
 		   size_t size, int win)
 {

@@ -36,22 +36,27 @@ static inline double ou_median(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* A size in bytes, with an optional k/m suffix (KiB, MiB). */
+static inline size_t ou_parse_size(const char *s)
+{
+	char *end;
+	size_t v = strtoull(s, &end, 0);
+
+	if (*end == 'k' || *end == 'K')
+		v <<= 10;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20;
+	return v;
+}
+
 /* Sizes from argv[first..] (k/m suffixes); 0 sizes -> the default list. */
 static inline int ou_parse_sizes(int argc, char **argv, int first,
 				 size_t *sizes, const size_t *def, int ndef)
 {
 	int i, n = 0;
 
-	for (i = first; i < argc && n < OU_MAX_SIZES; i++) {
-		char *end;
-		size_t v = strtoull(argv[i], &end, 0);
-
-		if (*end == 'k' || *end == 'K')
-			v <<= 10;
-		else if (*end == 'm' || *end == 'M')
-			v <<= 20;
-		sizes[n++] = v;
-	}
+	for (i = first; i < argc && n < OU_MAX_SIZES; i++)
+		sizes[n++] = ou_parse_size(argv[i]);
 	if (!n)
 		for (; n < ndef; n++)
 			sizes[n] = def[n];

@@ -52,8 +52,7 @@ static double xfer(coop_context_t *ctx, int rank, int measured, char *buf,
 		CHECK(coop_irecv(ctx, buf, size, 0, 5, BENCH_COMM, 0, &req));
 	if (compute_us > 0) {
 		c0 = now_us();
-		while (now_us() - c0 < compute_us)
-			;
+		busy_us(compute_us);
 		*cpu_us += now_us() - c0;
 	}
 	CHECK(coop_wait(&req, COOP_STATUS_IGNORE));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run-suite.sh [full|quick|smoke|report] - the coopmpi benchmark suite.
+# bench/run-suite.sh [full|quick|smoke|patterns|report] - the coopmpi benchmark suite.
 #
 #   full   (make bench) OSU-style latency, bandwidth, bidirectional
 #          bandwidth, multi-pair bandwidth/message rate and overlap, 1 B ..
@@ -17,15 +17,27 @@
 #   smoke  (make check) every program once on tiny sizes, the VM ones too
 #          (~20 s); fails only if a program fails or prints malformed
 #          output.
+#   patterns  (make bench-patterns) seed 000 Fig. 14-17 on this machine:
+#          bench/bin/patterns (scatter, gather: 3 and 4 ranks; reduce =
+#          reduce-scatter + gather: 2 and 4 ranks; 256 KiB, 1 MiB, 4 MiB)
+#          and bench/bin/stencil (4x1x1 and 3x2x1 ranks, 1 MiB) for
+#          COOP_RNDV=rput, rget, coop, auto, shm provider, interleaved
+#          round after round (BENCH_PATTERN_ROUNDS, default 5).  Ranks are
+#          bound round-robin to the CPUs, so more ranks than CPUs share
+#          them.  BENCH_VM=1 adds 4 ranks on 4 vCPUs in the VM, kmod
+#          provider (emulated).  ~3 min.  summary.md: time per protocol,
+#          auto vs the best static protocol, copies per rank.
 #   report rewrite summary.md and the charts of bench/results/full from its
-#          CSVs (after changing plot.gp, say); runs nothing.
+#          CSVs (after changing plot.gp, say); runs nothing.  With
+#          BENCH_OUT=bench/results/patterns: that run's summary.md.
 #
 # Progress goes to stderr.  Environment:
 #   BENCH_OUT=DIR      results directory (default bench/results/MODE)
-#   BENCH_VM=0         skip the VM stage (full, smoke)
+#   BENCH_VM=0         skip the VM stage (full, smoke; patterns: 1 adds it)
 #   BENCH_PEERS=0      skip Open MPI, MPICH and ucx_perftest
 #   BENCH_ROUNDS=N     quick mode rounds (default 7)
 #   BENCH_FULL_ROUNDS=N  full mode rounds (default 3)
+#   BENCH_PATTERN_ROUNDS=N  patterns mode rounds (default 5)
 #   BENCH_WAIT_MAX=S   before measuring (full, quick), wait up to S seconds
 #                      (default 600) while another benchmark or VM runs on
 #                      this machine; then measure anyway (noted in summary)
@@ -41,7 +53,7 @@ usage() {
 
 mode=${1:-full}
 case $mode in
-full | quick | smoke | report) ;;
+full | quick | smoke | patterns | report) ;;
 -h | --help)
 	usage
 	exit 0
@@ -57,6 +69,8 @@ start=$SECONDS
 ncpu=$(nproc 2>/dev/null || echo 1)
 tmo=300	# seconds a single run may take (smoke: 60)
 [[ $mode == smoke ]] && tmo=60
+vm_on=${BENCH_VM:-1}	# the VM stage: opt-in for patterns (slow under TCG)
+[[ $mode == patterns ]] && vm_on=${BENCH_VM:-0}
 failures=()
 skipped=()
 notes=()
@@ -66,11 +80,11 @@ elapsed() { printf '%3ds' $((SECONDS - start)); }
 
 # ------------------------------------------------------------ build
 build() {
-	say "building (lib, bench, bench/Makefile.suite$([[ $mode != quick && ${BENCH_VM:-1} != 0 ]] && echo ", kmod, tests/dmatest"))"
+	say "building (lib, bench, bench/Makefile.suite$([[ $mode != quick && $vm_on != 0 ]] && echo ", kmod, tests/dmatest"))"
 	make -s -C lib >/dev/null || return 1
 	make -s -C bench >/dev/null || return 1
 	make -s -C bench -f Makefile.suite >/dev/null || return 1
-	if [[ $mode != quick && ${BENCH_VM:-1} != 0 ]]; then
+	if [[ $mode != quick && $vm_on != 0 ]]; then
 		# kbuild's notes (BTF skipped) are not ours to show
 		make -s -C kmod >/dev/null 2>&1 || {
 			make -s -C kmod >&2
@@ -103,9 +117,16 @@ wait_quiet() {
 have() { command -v "$1" >/dev/null 2>&1; }
 
 coop() { # coop PROTO PROG ARGS...: libcoopmpi program, 2 ranks, shm provider
-	local proto=$1
-	shift
-	env COOP_PROVIDER=shm COOP_RNDV="$proto" scripts/cooprun -n 2 -t "$tmo" "$@"
+	coopn 2 "$@"
+}
+
+# coopn N PROTO PROG ARGS...: the same with N ranks, bound round-robin to
+# the CPUs even when N > CPUs (cooprun -b: every run shares the CPUs the
+# same way, rather than however the scheduler moves busy-polling ranks)
+coopn() {
+	local n=$1 proto=$2
+	shift 2
+	env COOP_PROVIDER=shm COOP_RNDV="$proto" scripts/cooprun -n "$n" -b -t "$tmo" "$@"
 }
 
 ompi() { # ompi ARGS...: bench/bin/mpi_peer.openmpi, 2 ranks, vader BTL + CMA
@@ -162,7 +183,9 @@ ucx() {
 }
 
 # vm ENGINE MODE...: bench/vm-stage.sh MODE... in the VM with coopmpi.ko
-# (ENGINE soft: dma=soft; hw: the test dmaengine provider + dma=hw)
+# (ENGINE soft: dma=soft; hw: the test dmaengine provider + dma=hw), on
+# $vm_smp virtual CPUs
+vm_smp=2
 vm() {
 	local engine=$1 args
 	shift
@@ -174,7 +197,7 @@ vm() {
 		args=(--module kmod/coopmpi.ko --modparams dma=soft)
 	fi
 	COOP_VM_TIMEOUT=${COOP_VM_TIMEOUT:-$((tmo * 3))} COOP_VM_QUIET=1 \
-		scripts/vm/run "${args[@]}" --rw "$out/vm-$engine" -- \
+		scripts/vm/run --smp "$vm_smp" "${args[@]}" --rw "$out/vm-$engine" -- \
 		env DMA_TAG="dma-$engine" bench/vm-stage.sh "$out/vm-$engine" "$@" 2>&1 |
 		grep --line-buffered -v '^\[vm-dmesg\]'
 }
@@ -195,7 +218,7 @@ declare -A HDR=(
 	[latency]=latency_us [bw]=MBps [bibw]=MBps [limits]=MBps
 	[mbw_mr]="MBps,messages_per_s"
 	[overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
-	[vm_latency]=latency_us [vm_bw]=MBps [vm_bibw]=MBps
+	[vm_latency]=latency_us [vm_bw]=MBps [vm_bibw]=MBps [vm_stripe]=MBps
 	[vm_mbw_mr]="MBps,messages_per_s"
 	[vm_overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
 	[dma]="dma_MBps,copy_MBps,dma_overlap_pct,copy_overlap_pct"
@@ -316,9 +339,9 @@ plan_full() {
 		done
 		((cur_round % 2 == 0)) && reverse_from "$first"
 	done
-	if [[ ${BENCH_VM:-1} != 0 ]]; then
-		add vm-soft @vm soft "" "" 1 vm soft lib dma
-		add vm-hw @vm hw "" "" 1 vm hw dma
+	if [[ $vm_on != 0 ]]; then
+		add vm-soft @vm soft "" "" 1 vm soft lib dma stripe
+		add vm-hw @vm hw "" "" 1 vm hw dma stripe
 	fi
 }
 
@@ -347,6 +370,70 @@ plan_quick() {
 	done
 }
 
+# The patterns mode's runs, one a line: name|ranks|csv|value columns|sizes
+# (the first output column: stencil prints the rank count)|command.
+pattern_sizes="262144 1048576 4194304"
+pattern_runs() {
+	local n pat
+	for n in 3 4; do
+		for pat in scatter gather; do
+			echo "$pat-n$n|$n|${pat}_n$n|$((8 + n))|$pattern_sizes|bench/bin/patterns -p $pat $pattern_sizes"
+		done
+	done
+	for n in 2 4; do
+		echo "reduce-n$n|$n|reduce_n$n|$((8 + n))|$pattern_sizes|bench/bin/patterns -p reduce $pattern_sizes"
+	done
+	for n in 4x1x1 3x2x1; do
+		echo "stencil-$n|$((${n//x/*}))|stencil_$n|14|$((${n//x/*}))|bench/bin/stencil -d $n -i 200"
+	done
+}
+
+# pattern_hdr CSV: its value columns (patterns: per-rank copies at the end)
+pattern_hdr() {
+	local csv=$1 n r cols
+	if [[ $csv == *stencil* ]]; then
+		echo "iter_us,copies_max,copies_min,copies_ideal,copy_us_max,copy_us_min,copy_us_ideal,${rndv_cols// /,}"
+		return
+	fi
+	n=${csv##*_n}
+	cols="us,${rndv_cols// /,}"
+	for ((r = 0; r < n; r++)); do cols+=",copies_r$r"; done
+	echo "$cols"
+}
+rndv_cols="rget rput coop rtr dma stripe bounce"
+pattern_protos="rput rget coop auto"
+
+# patterns: BENCH_PATTERN_ROUNDS rounds; in each, every run of
+# pattern_runs for every protocol, the protocols rotated one place per
+# round and the runs in reverse order every other round, so drift of the
+# machine hits all protocols alike.
+plan_patterns() {
+	local rounds=${BENCH_PATTERN_ROUNDS:-5} first name n csv cols sizes cmd k p
+	local -a order ps
+	read -ra order <<<"$pattern_protos"
+	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=5
+	for ((cur_round = 1; cur_round <= rounds; cur_round++)); do
+		first=${#S_NAME[@]}
+		while IFS='|' read -r name n csv cols sizes cmd; do
+			read -ra ps <<<"$cmd"
+			HDR[$csv]=$(pattern_hdr "$csv")
+			for ((k = 0; k < ${#order[@]}; k++)); do
+				p=${order[(k + cur_round - 1) % ${#order[@]}]}
+				add "$name-$p-r$cur_round" "$csv" "$p" "$cols" "$sizes" "$cur_round" \
+					coopn "$n" "$p" "${ps[@]}"
+			done
+		done < <(pattern_runs)
+		((cur_round % 2 == 0)) && reverse_from "$first"
+	done
+	if [[ $vm_on != 0 ]]; then
+		vm_smp=4
+		while IFS='|' read -r _ _ csv _; do
+			HDR[vm_$csv]=$(pattern_hdr "$csv")
+		done < <(pattern_runs)
+		add vm-patterns @vm soft "" "" 1 vm soft patterns
+	fi
+}
+
 plan_smoke() {
 	local t="8 131072"
 	# shellcheck disable=SC2086
@@ -356,6 +443,10 @@ plan_smoke() {
 		add bibw bibw coopmpi-auto 1 "$t" 1 coop auto bench/bin/bibw -i 2 -r 1 -w 4 $t
 		add mbw_mr mbw_mr coopmpi-auto 2 "$t" 1 coop auto bench/bin/mbw_mr -i 2 -r 1 -w 4 $t
 		add overlap overlap coopmpi-auto 4 131072 1 coop auto bench/bin/overlap -i 2 -r 1 131072
+		add patterns-scatter scatter_n3 coopmpi-auto 11 131072 1 coopn 3 auto bench/bin/patterns -p scatter -i 2 131072
+		add patterns-gather gather_n3 coopmpi-auto 11 131072 1 coopn 3 auto bench/bin/patterns -p gather -i 2 131072
+		add patterns-reduce reduce_n4 coopmpi-auto 12 262144 1 coopn 4 auto bench/bin/patterns -p reduce -i 2 262144
+		add stencil stencil_3x2x1 coopmpi-auto 14 6 1 coopn 6 auto bench/bin/stencil -d 3x2x1 -m 131072 -i 4
 		add limits-memcpy1 limits memcpy-1T 1 "$t" 1 bench/bin/limits -m memcpy1 -r 1 $t
 		add limits-memcpy2 limits memcpy-2T 1 "$t" 1 bench/bin/limits -m memcpy2 -r 1 $t
 		add limits-pvr limits process_vm_readv 1 "$t" 1 bench/bin/limits -m pvr -r 1 $t
@@ -374,7 +465,7 @@ plan_smoke() {
 			add ucx-bw bw ucx 1 "$t" 1 ucx bw 2 $t
 		fi
 	}
-	if [[ ${BENCH_VM:-1} != 0 ]]; then
+	if [[ $vm_on != 0 ]]; then
 		add vm-soft @vm soft "" "" 1 vm soft smoke-lib smoke-dma
 		add vm-hw @vm hw "" "" 1 vm hw smoke-dma
 	fi
@@ -483,17 +574,18 @@ med() {
 		}' "$out/$1.csv"
 }
 
-# ratio CSV_A SERIES_A CSV_B SERIES_B SIZE: median over rounds of A/B,
-# A and B taken from the same round
+# ratio CSV_A SERIES_A CSV_B SERIES_B SIZE [COL_A COL_B]: median over
+# rounds of A/B, A and B taken from the same round (value columns, default
+# 1 and 1)
 ratio() {
 	[[ -e $out/$1.csv && -e $out/$3.csv ]] || {
 		echo NA
 		return
 	}
-	awk -F, -v sa="$2" -v sb="$4" -v z="$5" '
+	awk -F, -v sa="$2" -v sb="$4" -v z="$5" -v ca="${6:-1}" -v cb="${7:-1}" '
 		FNR == 1 { f++; next }
-		f == 1 && $1 == sa && $3 == z { a[$2] = $4 }
-		f == 2 && $1 == sb && $3 == z { b[$2] = $4 }
+		f == 1 && $1 == sa && $3 == z { a[$2] = $(3 + ca) }
+		f == 2 && $1 == sb && $3 == z { b[$2] = $(3 + cb) }
 		END {
 			for (r in a) if ((r in b) && b[r] > 0) v[++n] = a[r] / b[r]
 			if (!n) { print "NA"; exit }
@@ -697,6 +789,18 @@ summary_full() {
 			done
 		done
 		echo
+		echo "Offload striping (bw, one message at a time, kmod): MB/s of the CPU alone (rput), CPU + engine (stripe), the engine alone (dma):"
+		echo
+		table vm_stripe 1 "%.0f" 1048576 4194304 16777216
+		echo
+		echo "| engine | size | stripe/rput | stripe/dma |"
+		echo "|---|---:|---:|---:|"
+		for e in soft hw; do
+			for s in 1048576 16777216; do
+				echo "| $e | $(human "$s") | $(ratio vm_stripe "$e-stripe" vm_stripe "$e-rput" "$s") | $(ratio vm_stripe "$e-stripe" vm_stripe "$e-dma" "$s") |"
+			done
+		done
+		echo
 		echo "## Peers"
 		echo
 		cat "$out"/*.notes 2>/dev/null | sort -u | sed 's/^/    /'
@@ -742,6 +846,171 @@ plot_overlap() {
 		say "gnuplot failed for overlap (see $out/raw/plot-overlap.err)"
 }
 
+# ------------------------------------------------------------ patterns
+# awk: median of v[1..n] (sorts v)
+awk_median='function median(v, n,  i, j, t) {
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j] < v[j - 1]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+	return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}'
+
+# fmt X FORMAT: X printed with FORMAT, NA stays NA
+fmt() {
+	awk -v x="$1" -v f="$2" 'BEGIN { if (x == "NA") print x; else printf f "\n", x }'
+}
+
+# vs_best CSV SIZE: "RATIO (PROTO)": median over rounds of auto's time /
+# the fastest static protocol's time in that round; PROTO: the static
+# protocol with the lowest median time
+vs_best() {
+	local csv=$1 z=$2 p v best="" bv="" r
+	for p in $pattern_protos; do
+		[[ $p == auto ]] && continue
+		v=$(med "$csv" "$p" "$z")
+		[[ $v == NA ]] && continue
+		if [[ -z $bv ]] || awk -v a="$v" -v b="$bv" 'BEGIN { exit !(a < b) }'; then
+			bv=$v best=$p
+		fi
+	done
+	r=$(awk -F, -v z="$z" "$awk_median"'
+		FNR > 1 && $3 == z {
+			if ($1 == "auto") a[$2] = $4
+			else if (!($2 in m) || $4 < m[$2]) m[$2] = $4
+		}
+		END {
+			for (r in a) if (m[r] > 0) v[++n] = a[r] / m[r]
+			if (n) printf "%.2f\n", median(v, n); else print "NA"
+		}' "$out/$csv.csv")
+	echo "$r (${best:-NA})"
+}
+
+# mix CSV SERIES SIZE FIRST: the protocols messages took (median messages
+# per operation), from value columns FIRST.. (in the order of rndv_cols)
+mix() {
+	local csv=$1 ser=$2 z=$3 c=$4 p v acc=""
+	for p in $rndv_cols; do
+		v=$(med "$csv" "$ser" "$z" "$c")
+		c=$((c + 1))
+		awk -v x="$v" 'BEGIN { exit !(x != "NA" && x > 0.005) }' || continue
+		acc+="${acc:+, }$p $(fmt "$v" %.2g)"
+	done
+	echo "${acc:--}"
+}
+
+# copies CSV SERIES SIZE N: medians of the per-rank copy columns, r0/r1/..
+copies() {
+	local csv=$1 ser=$2 z=$3 n=$4 r acc=""
+	for ((r = 0; r < n; r++)); do
+		acc+="${acc:+/}$(fmt "$(med "$csv" "$ser" "$z" $((9 + r)))" %.2f)"
+	done
+	echo "$acc"
+}
+
+# pattern_table CSV SIZES...: time per protocol and auto's ratios, then
+# who copied
+pattern_table() {
+	local csv=$1 n z p row
+	shift
+	[[ -e $out/$csv.csv ]] || {
+		echo "(no data)"
+		return
+	}
+	n=${csv##*_n}
+	echo "| size | rput us | rget us | coop us | auto us | auto / best static | auto / rput | auto / rget | auto chose (messages/op) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+	for z in "$@"; do
+		row="| $(human "$z") |"
+		for p in $pattern_protos; do
+			row+=" $(fmt "$(med "$csv" "$p" "$z")" %.0f) |"
+		done
+		row+=" $(vs_best "$csv" "$z") | $(ratio "$csv" auto "$csv" rput "$z") |"
+		row+=" $(ratio "$csv" auto "$csv" rget "$z") | $(mix "$csv" auto "$z" 2) |"
+		echo "$row"
+	done
+	echo
+	echo "Bytes each rank's CPU copied per operation, in units of the size, ranks 0 (root) .. $((n - 1)):"
+	echo
+	row="| protocol |" sep="|---|"
+	for z in "$@"; do
+		row+=" $(human "$z") |"
+		sep+="---|"
+	done
+	echo "$row"
+	echo "$sep"
+	for p in $pattern_protos; do
+		row="| $p |"
+		for z in "$@"; do row+=" $(copies "$csv" "$p" "$z" "$n") |"; done
+		echo "$row"
+	done
+}
+
+# stencil_table CSV: per protocol, time per iteration and the copy balance
+stencil_table() {
+	local csv=$1 n p
+	[[ -e $out/$csv.csv ]] || {
+		echo "(no data)"
+		return
+	}
+	n=$(awk -F, 'FNR == 2 { print $3; exit }' "$out/$csv.csv")
+	echo "| protocol | us/iter | copies/iter max | min | max/min | ideal (mean) | copy us/iter max/min | messages/iter by protocol |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---|"
+	for p in $pattern_protos; do
+		echo "| $p | $(fmt "$(med "$csv" "$p" "$n")" %.0f) | $(fmt "$(med "$csv" "$p" "$n" 2)" %.2f) | $(fmt "$(med "$csv" "$p" "$n" 3)" %.2f) | $(ratio "$csv" "$p" "$csv" "$p" "$n" 2 3) | $(fmt "$(med "$csv" "$p" "$n" 4)" %.2f) | $(ratio "$csv" "$p" "$csv" "$p" "$n" 5 6) | $(mix "$csv" "$p" "$n" 8) |"
+	done
+	echo
+	echo "auto / best static time: $(vs_best "$csv" "$n"); auto / rput: $(ratio "$csv" auto "$csv" rput "$n"); auto / rget: $(ratio "$csv" auto "$csv" rget "$n")."
+}
+
+summary_patterns() {
+	local f=$out/summary.md note csv pre
+	{
+		echo "# coopmpi collective patterns and 3-D stencil (seed 000, Fig. 14-17)"
+		echo
+		if [[ ! -s $out/run-info ]]; then
+			{
+				echo "$(machine); \`bench/run-suite.sh patterns\`, ${BENCH_PATTERN_ROUNDS:-5} interleaved rounds, $((SECONDS - start)) s."
+				echo "shm provider.  Every value is the median over rounds; a ratio is the median of per-round ratios."
+				echo "Ranks are bound round-robin to the $ncpu CPUs (scripts/cooprun -b): with more ranks than CPUs, ranks share CPUs, so waiting ranks take CPU time from copying ones; the scale is this machine's, not the seed's."
+				for note in "${notes[@]}"; do echo; echo "**Note:** $note"; done
+			} >"$out/run-info"
+		fi
+		cat "$out/run-info"
+		for pre in "" vm_; do
+			[[ -n $pre ]] && {
+				ls "$out"/vm_*.csv >/dev/null 2>&1 || continue
+				echo
+				echo "# In the VM: emulated (QEMU TCG), kmod provider, 4 ranks on 4 vCPUs — ratios only"
+			}
+			for csv in scatter_n3 scatter_n4 gather_n3 gather_n4 reduce_n2 reduce_n4; do
+				[[ -e $out/$pre$csv.csv ]] || continue
+				echo
+				echo "## ${csv%_n*}, ${csv##*_n} ranks: time per operation (us), median over iterations of the slowest rank"
+				echo
+				if [[ -n $pre ]]; then
+					pattern_table "$pre$csv" 262144 1048576
+				else
+					# shellcheck disable=SC2086 # the list splits on purpose
+					pattern_table "$csv" $pattern_sizes
+				fi
+			done
+			for csv in stencil_4x1x1 stencil_3x2x1; do
+				[[ -e $out/$pre$csv.csv ]] || continue
+				echo
+				echo "## 3-D stencil, grid ${csv#stencil_}, non-periodic (copies: bytes a rank copied / message size)"
+				echo
+				stencil_table "$pre$csv"
+			done
+		done
+		if ((${#failures[@]})); then
+			echo
+			echo "## Problems"
+			echo
+			for note in "${failures[@]}"; do echo "- failed: $note"; done
+		fi
+		echo
+		echo "Raw output: raw/.  CSVs: one per pattern and rank count (series = protocol)."
+	} >"$f"
+}
+
 keys_quick() {
 	local f=$out/summary.md
 	{
@@ -779,12 +1048,15 @@ print_keys() {
 
 # ------------------------------------------------------------ main
 if [[ $mode == report ]]; then
-	[[ -e $out/bw.csv ]] || {
-		say "no results in $out: run bench/run-suite.sh full first"
-		exit 1
-	}
 	mkdir -p "$out/raw"
-	summary_full
+	if [[ -e $out/bw.csv ]]; then
+		summary_full
+	elif [[ -e $out/scatter_n3.csv ]]; then
+		summary_patterns	# BENCH_OUT=bench/results/patterns
+	else
+		say "no results in $out: run bench/run-suite.sh full (or patterns, with BENCH_OUT) first"
+		exit 1
+	fi
 	say "report: ${out#"$repo"/}/summary.md and charts rewritten"
 	exit 0
 fi
@@ -803,7 +1075,7 @@ if ((peers)); then
 	((have_mpich)) || skipped+=("MPICH (mpirun.mpich/mpicc.mpich not installed: scripts/deps.sh)")
 	((have_ucx)) || skipped+=("ucx_perftest (ucx-utils not installed: scripts/deps.sh)")
 fi
-[[ ${BENCH_VM:-1} == 0 ]] && skipped+=("VM stage (BENCH_VM=0)")
+[[ $vm_on == 0 ]] && skipped+=("VM stage (BENCH_VM=$vm_on)")
 for s in "${skipped[@]}"; do say "skipping $s"; done
 
 "plan_$mode"
@@ -815,6 +1087,7 @@ done
 
 case $mode in
 full) summary_full ;;
+patterns) summary_patterns ;;
 quick) keys_quick ;;
 smoke) ;;
 esac
@@ -822,6 +1095,6 @@ esac
 total=$((${#S_NAME[@]}))
 say "$mode: $total runs, ${#failures[@]} failed, $((SECONDS - start)) s; results in ${out#"$repo"/}"
 for f in "${failures[@]}"; do say "  failed: $f"; done
-[[ $mode == full ]] && say "summary: ${out#"$repo"/}/summary.md"
+[[ $mode == full || $mode == patterns ]] && say "summary: ${out#"$repo"/}/summary.md"
 [[ $mode == quick ]] && print_keys
 ((${#failures[@]} == 0))

@@ -6,6 +6,12 @@
 #   lib    libcoopmpi with COOP_PROVIDER=kmod and =shm (same VM, so their
 #          ratio means something), every rendezvous protocol: pingpong, bw
 #   dma    bench/bin/dma_bw: the driver's DMA channel vs. COOPMPI_IOC_COPY
+#   stripe bench/bw on the kmod provider, one message at a time: offload
+#          striping (COOP_RNDV=stripe, ratio measured) vs. the CPU alone
+#          (rput) and the engine alone (dma)
+#   patterns  bench/bin/patterns and bench/bin/stencil, 4 ranks, kmod
+#          provider, every protocol of run-suite.sh patterns (boot the VM
+#          with --smp 4: a CPU per rank)
 #   smoke-lib  every libcoopmpi program once on the kmod provider, tiny sizes
 #   smoke-dma  dma_bw once, tiny sizes
 #
@@ -40,9 +46,14 @@ one() {
 }
 
 coop() {
-	local prov=$1 proto=$2
-	shift 2
-	env COOP_PROVIDER="$prov" COOP_RNDV="$proto" scripts/cooprun -n 2 -t 300 "$@"
+	coopn 2 "$@"
+}
+
+# coopn N PROVIDER PROTO PROG ARGS...
+coopn() {
+	local n=$1 prov=$2 proto=$3
+	shift 3
+	env COOP_PROVIDER="$prov" COOP_RNDV="$proto" scripts/cooprun -n "$n" -t 300 "$@"
 }
 
 for mode in "$@"; do
@@ -67,6 +78,28 @@ for mode in "$@"; do
 		# shellcheck disable=SC2086
 		one "vm-$dma_tag" dma "$dma_tag" 4 "$sizes" bench/bin/dma_bw -i 4 -r 3 -q 4 $sizes
 		;;
+	patterns)
+		# small: under TCG copies are ~100x slower than natively
+		sizes="262144 1048576"
+		for proto in rput rget coop auto; do
+			for pat in scatter gather reduce; do
+				# shellcheck disable=SC2086 # size lists split on purpose
+				one "vm-$pat-n4-$proto" "vm_${pat}_n4" "$proto" 12 "$sizes" \
+					coopn 4 kmod "$proto" bench/bin/patterns -p "$pat" -i 10 $sizes
+			done
+			one "vm-stencil-4x1x1-$proto" vm_stencil_4x1x1 "$proto" 14 4 \
+				coopn 4 kmod "$proto" bench/bin/stencil -d 4x1x1 -m 262144 -i 20
+		done
+		;;
+	stripe)
+		sizes="1048576 4194304 16777216"
+		for proto in rput stripe dma; do
+			# shellcheck disable=SC2086
+			one "vm-stripe-${dma_tag#dma-}-$proto" vm_stripe "${dma_tag#dma-}-$proto" 1 "$sizes" \
+				env COOP_VERBOSE=1 COOP_PROVIDER=kmod COOP_RNDV="$proto" \
+				scripts/cooprun -n 2 -t 300 bench/bw -i 4 -r 3 -w 1 $sizes
+		done
+		;;
 	smoke-lib)
 		one vm-smoke-pingpong vm_latency kmod-coop 1 "8 131072" \
 			coop kmod coop bench/pingpong -i 4 -r 1 8 131072
@@ -78,6 +111,10 @@ for mode in "$@"; do
 			coop kmod coop bench/bin/mbw_mr -i 2 -r 1 -w 4 8 131072
 		one vm-smoke-overlap vm_overlap kmod-coop 4 "131072" \
 			coop kmod coop bench/bin/overlap -i 2 -r 1 131072
+		one vm-smoke-patterns vm_reduce_n2 kmod-auto 10 "131072" \
+			coopn 2 kmod auto bench/bin/patterns -p reduce -i 2 131072
+		one vm-smoke-stencil vm_stencil_2x1x1 kmod-auto 14 2 \
+			coopn 2 kmod auto bench/bin/stencil -d 2x1x1 -m 131072 -i 4
 		;;
 	smoke-dma)
 		one "vm-smoke-$dma_tag" dma "$dma_tag" 4 "65536" \

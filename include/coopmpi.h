@@ -51,9 +51,20 @@
  *                            best rendezvous up to 64 KiB (1.7 vs 7.5 us at
  *                            64 KiB), and costs 64 slots of this size of
  *                            shared memory per rank.
- *   COOP_RNDV=auto|rget|rput|rtr|coop|dma
- *                          * rendezvous protocol (default auto: RGET below
- *                            COOP_COOP_MIN, COOP-p2p at and above it).
+ *   COOP_RNDV=auto|rget|rput|rtr|coop|dma|stripe
+ *                          * rendezvous protocol.  auto (default,
+ *                            COOP-hybrid): the receiver chooses per
+ *                            message when it matches the RTS: from
+ *                            COOP_COOP_MIN on by who blocks (seed 000's
+ *                            Table II: Send+Recv COOP-p2p, Send+Irecv
+ *                            RPUT, Isend+Recv RGET, Bsend+Recv RGET,
+ *                            Bsend+Irecv RPUT) and, when neither blocks
+ *                            (Isend+Irecv), by the two ranks' copy loads
+ *                            (COOP-load: the less loaded side copies, or
+ *                            both with a split that levels the loads);
+ *                            RPUT becomes offload striping when the
+ *                            sender has an idle engine.  Below
+ *                            COOP_COOP_MIN: RGET.
  *                            dma: RPUT by the provider's offload engine
  *                            (kmod: the driver's DMA channel, through
  *                            io_uring, else its ioctl): neither CPU
@@ -61,24 +72,69 @@
  *                            A provider without an engine (shm, or
  *                            coopmpi.ko loaded with dma=off) uses RPUT
  *                            instead (a COOP_VERBOSE note says so).
+ *                            stripe: RPUT whose copy the sender's CPU and
+ *                            its offload engine share (seed 000's
+ *                            COOP-hca), the engine taking R/(1+R) of the
+ *                            bytes; RPUT below COOP_STRIPE_MIN, when the
+ *                            engine is busy (COOP_OFFLOAD_BUSY) or there
+ *                            is none.
+ *   COOP_STRIPE_RATIO=R      offload striping's R = engine bandwidth / CPU
+ *                            bandwidth (a float; 0: never stripe, also
+ *                            not in auto mode).  Default: measured once,
+ *                            at the first striped send (a 4 MiB memcpy
+ *                            against an engine copy; COOP_VERBOSE logs
+ *                            both and R).  Need not agree across ranks.
+ *   COOP_STRIPE_MIN=bytes    smaller messages are not striped (default
+ *                            1 MiB).
+ *   COOP_OFFLOAD_BUSY=bytes  the offload engine counts as busy while the
+ *                            node has this many bytes or more in flight
+ *                            on it (the driver's offload counters,
+ *                            dma_bytes; seed 000 sec. II-B3): no new
+ *                            striped transfer starts then, RPUT instead
+ *                            (default 16 MiB; 1: any byte in flight;
+ *                            0: never busy).
  *   COOP_OFFLOAD=0|1         1: auto mode uses the offload engine (as
  *                            dma) instead of COOP-p2p at and above
  *                            COOP_COOP_MIN, when the provider has one
  *                            (default 0).  Need not agree across ranks.
- *   COOP_COOP_MIN=bytes    * auto mode's COOP-p2p threshold (default 65536).
- *   COOP_CHUNK=bytes         copy granularity of rendezvous copies; both
- *                            sides of COOP-p2p pull chunks of this size from
- *                            a shared work counter (default 131072).
+ *   COOP_COOP_MIN=bytes    * auto mode's cooperative threshold: smaller
+ *                            rendezvous messages are RGET (default 65536).
+ *   COOP_LOAD_HISTORY=ms     COOP-load's load of a rank is its pending copy
+ *                            bytes plus the bytes it copied recently,
+ *                            halving every ms milliseconds (default 50),
+ *                            so iterative exchanges even out over
+ *                            iterations; 0: pending bytes only.
+ *   COOP_CHUNK=bytes         COOP-chunked: the largest copy done without
+ *                            looking at the mailbox, so messages from
+ *                            other peers wait at most one chunk (default
+ *                            1 MiB, min 4 KiB).  Single-sided copies use
+ *                            chunks of this size; COOP-p2p about an
+ *                            eighth of the message, 128 KiB..COOP_CHUNK.
  *   COOP_CMA=auto|off        off: never use cross-process single copies,
  *                            pipeline large messages through bounce
  *                            buffers (default auto: probe at connect).
  *   COOP_RING_SLOTS=n        control ring slots per endpoint (default 1024,
  *                            power of two).
  *   COOP_BOUNCE_SLOTS=n      bounce buffers per endpoint (default 64).
- *   COOP_SPIN=n              busy polls before a blocked wait starts to
- *                            sched_yield() (default 20000).  Waits never
- *                            sleep: run at most one rank per CPU for speed
- *                            (scripts/cooprun binds ranks to CPUs).
+ *   COOP_SPIN=n              empty polls before a blocked call (wait,
+ *                            probe, finalize) backs off (default 20000,
+ *                            about 0.3 ms: short waits keep their
+ *                            latency; one in 256 yields the CPU to ranks
+ *                            that share it).  It then sleeps until a
+ *                            message comes (the sender's doorbell wakes
+ *                            it), see COOP_SLEEP_US.  For speed still
+ *                            run at most one rank per CPU
+ *                            (scripts/cooprun binds ranks to CPUs);
+ *                            sleeping is for oversubscribed nodes and
+ *                            long waits.
+ *   COOP_SLEEP_US=us         longest sleep of a blocked call (default
+ *                            10000, max 10000: peers are checked for
+ *                            death every 10 ms; 0: never sleep, yield
+ *                            forever).  Sleeps start at 50 us and double;
+ *                            while work may end without a message to this
+ *                            rank (copy jobs, offload copies, a full peer
+ *                            ring) they stay <= 1 ms.  Any progress
+ *                            restarts the spinning.
  *   COOP_BOOT_TIMEOUT=sec    coop_init_from_env() rendezvous timeout (60).
  */
 #ifndef COOPMPI_H
@@ -329,7 +385,7 @@ typedef struct coop_stats {
 	uint64_t copy_bytes;	/* bytes this CPU copied (rendezvous) */
 	uint64_t copy_ns;	/* time this CPU spent in those copies */
 	uint64_t offload_bytes;	/* bytes given to the offload engine */
-	uint64_t sleeps;	/* blocked waits that went to sleep */
+	uint64_t sleeps;	/* sleeps of blocked calls (COOP_SLEEP_US) */
 } coop_stats_t;
 
 /*

@@ -64,14 +64,6 @@ static int env_job(uint64_t *key)
 	return errno || *end ? -1 : 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Spin briefly, then sleep 50 us; 0 when cond holds, -1 at deadline. */
 static int wait_until(struct boot *b, int (*cond)(struct boot *, int), int n)
 {
@@ -81,7 +73,7 @@ static int wait_until(struct boot *b, int (*cond)(struct boot *, int), int n)
 	while (!cond(b, n)) {
 		if (++spins < 1000)
 			continue;
-		if (now_ns() > b->deadline_ns)
+		if (coop_now_ns() > b->deadline_ns)
 			return -1;
 		nanosleep(&nap, NULL);
 	}
@@ -176,7 +168,7 @@ int coop_init_from_env(coop_context_t **out)
 	rc = coop_init(&p, &ctx);
 	if (rc)
 		return rc;
-	b.deadline_ns = now_ns() + (uint64_t)ctx->cfg.boot_timeout *
+	b.deadline_ns = coop_now_ns() + (uint64_t)ctx->cfg.boot_timeout *
 				   1000000000ULL;
 	if (boot_open(&b, p.job_key, p.nranks)) {
 		coop_finalize(ctx);

@@ -10,16 +10,21 @@
 
 #define DEF_EAGER_MAX	65536
 #define DEF_COOP_MIN	65536
-#define DEF_CHUNK	131072
+#define DEF_CHUNK	(1u << 20)
+#define DEF_HISTORY_MS	50
 #define DEF_RING_SLOTS	1024
 #define DEF_BOUNCE	64
 #define DEF_SPIN	20000
+#define DEF_SLEEP_US	10000	/* = the peer check period */
 #define DEF_BOOT	60
+#define DEF_STRIPE_MIN	(1u << 20)
+#define DEF_OFFLOAD_BUSY (16u << 20)
 
 static const char *const rndv_names[] = {
 	[COOP_RNDV_AUTO] = "auto", [COOP_RNDV_RGET] = "rget",
 	[COOP_RNDV_RPUT] = "rput", [COOP_RNDV_RTR] = "rtr",
 	[COOP_RNDV_COOP] = "coop", [COOP_RNDV_DMA] = "dma",
+	[COOP_RNDV_STRIPE] = "stripe",
 };
 
 const char *coop_rndv_name(enum coop_rndv_mode m)
@@ -68,6 +73,22 @@ static int env_uint(const char *var, unsigned def, unsigned lo, unsigned hi,
 
 	*out = (unsigned)v;
 	return rc;
+}
+
+/* A ratio >= 0 ("unset" or empty: def). */
+static int env_ratio(const char *var, double def, double *out)
+{
+	const char *s = getenv(var);
+	char *end;
+
+	*out = def;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !(*out >= 0 && *out <= 1e6))
+		return bad(var, s);
+	return 0;
 }
 
 static int env_rndv(enum coop_rndv_mode *m)
@@ -131,6 +152,7 @@ static int env_provider(const char **p)
 int coop_config_load(struct coop_config *cfg)
 {
 	const char *v = getenv("COOP_VERBOSE");
+	size_t ms;
 	int rc = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -140,15 +162,24 @@ int coop_config_load(struct coop_config *cfg)
 	rc |= env_size("COOP_COOP_MIN", DEF_COOP_MIN, 0, (size_t)1 << 40,
 		       &cfg->coop_min);
 	rc |= env_size("COOP_CHUNK", DEF_CHUNK, 4096, 1u << 30, &cfg->chunk);
+	rc |= env_size("COOP_LOAD_HISTORY", DEF_HISTORY_MS, 0, 3600000, &ms);
+	cfg->load_history_ns = (uint64_t)ms * 1000000ULL;
 	rc |= env_rndv(&cfg->rndv);
 	rc |= env_cma(&cfg->cma_off);
 	rc |= env_bool("COOP_OFFLOAD", &cfg->offload);
+	rc |= env_ratio("COOP_STRIPE_RATIO", -1, &cfg->stripe_ratio);
+	rc |= env_size("COOP_STRIPE_MIN", DEF_STRIPE_MIN, 0, (size_t)1 << 40,
+		       &cfg->stripe_min);
+	rc |= env_size("COOP_OFFLOAD_BUSY", DEF_OFFLOAD_BUSY, 0,
+		       (size_t)1 << 40, &cfg->offload_busy);
 	rc |= env_provider(&cfg->provider);
 	rc |= env_uint("COOP_RING_SLOTS", DEF_RING_SLOTS, 16, 1u << 20,
 		       &cfg->ring_slots);
 	rc |= env_uint("COOP_BOUNCE_SLOTS", DEF_BOUNCE, 4, 4096,
 		       &cfg->bounce_slots);
 	rc |= env_uint("COOP_SPIN", DEF_SPIN, 0, 1u << 30, &cfg->spin);
+	rc |= env_uint("COOP_SLEEP_US", DEF_SLEEP_US, 0, 10000,
+		       &cfg->sleep_us);
 	rc |= env_uint("COOP_BOOT_TIMEOUT", DEF_BOOT, 1, 86400,
 		       &cfg->boot_timeout);
 	if (!rc && (cfg->ring_slots & (cfg->ring_slots - 1)))

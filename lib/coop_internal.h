@@ -54,6 +54,8 @@ struct coop_job {
 	uint64_t chunk;
 	uint64_t cursor;	/* private claim cursor */
 	struct coop_work_slot *shared;	/* COOP: shared work slot, or NULL */
+	uint8_t side;		/* COOP: 0 receiver's range first, 1 sender's */
+	uint64_t charge;	/* bytes still in our load slot's pending_bytes */
 	int own_slot;		/* COOP receiver: index of that slot (ours) */
 	uint64_t done;		/* bytes this side copied */
 	uint64_t inflight_frags;
@@ -111,6 +113,8 @@ struct coop_request {
 	uint8_t lkey_valid;
 	uint8_t cancel_wanted;
 	uint8_t wildcard;	/* receive counted in a suspension counter */
+	uint8_t precharged;	/* the receiver put our share of the copy in
+				 * our pending load already (COOP-load) */
 	unsigned flags;		/* user flags (mode, COOP_F_BLOCKING) */
 	unsigned pending;	/* EV_* */
 	int peer;		/* dest / source (may be COOP_ANY_SOURCE) */
@@ -126,6 +130,8 @@ struct coop_request {
 	uint64_t frag_done;	/* receive: bounce bytes copied out */
 	struct coop_rkey lkey;	/* our region (registered) */
 	struct coop_job job;
+	struct coop_job ejob;	/* STRIPE sender: the offload engine's part */
+	struct dlist elink;	/* proto_dma.c's striped sends (ejob) */
 	coop_status_t status;
 	void *bblock;		/* buffered send: block in attached buffer */
 	int err;		/* first error */
@@ -194,6 +200,7 @@ struct coop_context {
 	struct coopmpi_load_slot *load;
 	struct coop_bsend bs;
 	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
+	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
 	struct coop_request done_req;	/* static, always complete */
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	coop_stats_t stats;	/* coop_get_stats() */
@@ -289,11 +296,45 @@ COOP_HIDDEN int coop_send_fin(struct coop_context *ctx, int peer,
 COOP_HIDDEN void coop_send_slot_fin(struct coop_context *ctx, int peer,
 				    uint32_t slot);
 
+/* proto_select.c: COOP-hybrid, the receiver's choice for a PROTO_AUTO RTS;
+ * *split: COOP's receiver range [0, split) */
+COOP_HIDDEN enum coop_proto coop_select(struct coop_request *r,
+					const struct coop_msgdesc *m,
+					uint64_t *split);
+/* COOP-load's rule: the receiver's share of n bytes that levels the
+ * sender's load ls and the receiver's lr (0..n). */
+COOP_HIDDEN uint64_t coop_level_share(uint64_t ls, uint64_t lr, uint64_t n);
+/* A rank's load: pending copy bytes + decayed copy history. */
+COOP_HIDDEN uint64_t coop_load_score(struct coop_context *ctx, int rank,
+				     uint64_t now);
+/* This rank copied n bytes at time now (its history). */
+COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
+				       uint64_t now);
+/* Add bytes (may be negative) to rank's pending copy load. */
+COOP_HIDDEN void coop_precharge(struct coop_context *ctx, int rank,
+				int64_t bytes);
+/* proto_stripe.c: may this receiver choose STRIPE for len bytes? (an
+ * engine, len >= COOP_STRIPE_MIN, ratio not 0, the engine not busy) */
+COOP_HIDDEN int coop_stripe_usable(const struct coop_context *ctx,
+				   uint64_t len);
+/* Are the node's offload engines busy (COOP_OFFLOAD_BUSY)? */
+COOP_HIDDEN int coop_offload_busy(const struct coop_context *ctx);
+/* Sender: the CTS of a PROTO_STRIPE send came in: CPU + engine copy. */
+COOP_HIDDEN void coop_stripe_start(struct coop_request *s,
+				   const struct coop_pkt_cts *p);
+/* Sender: the CPU part (s->job) of a striped send ended. */
+COOP_HIDDEN void coop_stripe_cpu_done(struct coop_request *s);
+/* Sender: the engine part (s->ejob) ended (proto_dma.c). */
+COOP_HIDDEN void coop_stripe_engine_done(struct coop_request *s);
+
 /* proto_dma.c */
 /* At init: set the provider's offload engine up if the settings may use
  * it; a verbose note when they ask for it and there is none. */
 COOP_HIDDEN void coop_dma_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_dma_fini(struct coop_context *ctx);
+/* Has the engine work that ends without a message to us (copies in
+ * flight or queued, notification slots armed)? */
+COOP_HIDDEN int coop_dma_busy(const struct coop_context *ctx);
 /* May this rank's sends use PROTO_DMA? */
 COOP_HIDDEN int coop_dma_usable(const struct coop_context *ctx);
 /* Receiver: arm a notification slot for r (r->nslot): 0, or -1 when
@@ -305,8 +346,22 @@ COOP_HIDDEN void coop_dma_start(struct coop_request *s,
 				const struct coop_pkt_cts *p);
 /* Engine completions, notifications, queued copies: events handled. */
 COOP_HIDDEN int coop_dma_progress(struct coop_context *ctx);
-/* r (PROTO_DMA) completes or fails: drop its slot / offload job. */
+/* r (PROTO_DMA, PROTO_STRIPE) completes or fails: drop its slot /
+ * offload job. */
 COOP_HIDDEN void coop_dma_release(struct coop_request *r);
+/* Striped send s: give the engine [off, s->xfer) (s->ejob); it ends in
+ * coop_stripe_engine_done(). */
+COOP_HIDDEN void coop_dma_stripe_part(struct coop_request *s, uint64_t off);
+/* ... and stop giving it pieces after an error: 1 if none is in flight
+ * (the part ended, without coop_stripe_engine_done), else 0. */
+COOP_HIDDEN int coop_dma_stripe_stop(struct coop_request *s, int err);
+/* Time one engine copy of len bytes from src into our region dst (other
+ * completions meanwhile go their usual way): ns; 0 when the engine did
+ * not take it or failed; UINT64_MAX when it did not complete in time
+ * (src and dst must then stay allocated). */
+COOP_HIDDEN uint64_t coop_dma_time_put(struct coop_context *ctx,
+				       const void *src, size_t len,
+				       const struct coop_rkey *dst);
 
 /* proto_rtr.c */
 COOP_HIDDEN void coop_rtr_send(struct coop_context *ctx,

@@ -4,8 +4,8 @@
  * packets, push packets that found a peer's ring full (per-peer FIFO
  * backlog, so order is kept), run one chunk of copy work, and detect dead
  * peers (all requests that depend on a dead peer complete with
- * COOP_ERR_PEER_DEAD).  Busy polling; a blocked caller starts to
- * sched_yield() after COOP_SPIN idle polls.
+ * COOP_ERR_PEER_DEAD).  A blocked caller polls COOP_SPIN times, then
+ * sleeps in the provider's wait_msg (see coop_idle).
  */
 #include <sched.h>
 #include <string.h>
@@ -15,6 +15,9 @@
 
 #define POLL_BATCH 32
 #define CHECK_PERIOD_NS 10000000ULL	/* peer liveness, while idle */
+#define SPIN_YIELD_MASK 255	/* spinning yields once every 256 polls */
+#define SLEEP_MIN_US 50		/* first sleep of a wait; doubles */
+#define SLEEP_SILENT_US 1000	/* cap while work may end without a message */
 
 void coop_hdr_init(struct coop_context *ctx, struct coop_pkt_hdr *h,
 		   uint8_t type, uint16_t comm, int tag)
@@ -317,12 +320,15 @@ void coop_check_peers(struct coop_context *ctx)
 
 /* ---------------- the loop ---------------- */
 
-static uint64_t now_ns(void)
+/* Check the peers if CHECK_PERIOD_NS passed since the last check (t is
+ * now); ns until the next one is due. */
+static uint64_t check_peers_due(struct coop_context *ctx, uint64_t t)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	if (t - ctx->last_check_ns >= CHECK_PERIOD_NS) {
+		ctx->last_check_ns = t;
+		coop_check_peers(ctx);
+	}
+	return ctx->last_check_ns + CHECK_PERIOD_NS - t;
 }
 
 /* Every few thousand empty polls, and at most every CHECK_PERIOD_NS, ask
@@ -330,15 +336,9 @@ static uint64_t now_ns(void)
  * probe or coop_progress loops) notices a dead peer. */
 static void idle_poll(struct coop_context *ctx)
 {
-	uint64_t t;
-
 	if (++ctx->empty_polls & 4095)
 		return;
-	t = now_ns();
-	if (t - ctx->last_check_ns >= CHECK_PERIOD_NS) {
-		ctx->last_check_ns = t;
-		coop_check_peers(ctx);
-	}
+	check_peers_due(ctx, coop_now_ns());
 }
 
 int coop_progress_once(struct coop_context *ctx)
@@ -363,8 +363,50 @@ int coop_progress_once(struct coop_context *ctx)
 	return n;
 }
 
+/*
+ * May work in flight end without a message to us?  A COOP-p2p partner's
+ * chunks show only in the shared done counter, pipeline fragments wait
+ * for bounce slots the receiver frees in shared memory, the offload
+ * engine completes copies and writes notifications, a peer drains the
+ * ring our backlog waits for: none rings our doorbell.
+ */
+static int silent_work(const struct coop_context *ctx)
+{
+	return !dlist_empty(&ctx->jobs) || coop_dma_busy(ctx) || ctx->nbacklogged;
+}
+
+/* The k-th sleep of a blocked caller: until a message may be there, for
+ * at most SLEEP_MIN_US << k, the cap, and the time to the next peer
+ * check (a death rings no doorbell either). */
+static void idle_sleep(struct coop_context *ctx, unsigned k)
+{
+	uint64_t us = ctx->cfg.sleep_us, next;
+
+	if (silent_work(ctx))
+		us = COOP_MIN(us, SLEEP_SILENT_US);
+	us = COOP_MIN(us, (uint64_t)SLEEP_MIN_US << COOP_MIN(k, 16u));
+	next = check_peers_due(ctx, coop_now_ns());
+	if (ctx->deaths)
+		return;		/* the next progress step fails the requests */
+	us = COOP_MIN(us, next / 1000 + 1);
+	ctx->stats.sleeps++;
+	ctx->prov.ops->wait_msg(&ctx->prov, (long)us);
+}
+
+/*
+ * A blocked caller found nothing to do (it resets ctx->idle when progress
+ * happens): spin COOP_SPIN times for latency, then sleep, so
+ * oversubscribed ranks leave the CPU to those that have work.  The spin
+ * yields now and then: a rank we wait for may share our CPU (one CPU,
+ * 8 B ping-pong: 2.7 instead of 92 us), and a yield nobody takes costs a
+ * fraction of a microsecond.  COOP_SLEEP_US=0: yield instead of sleeping.
+ */
 void coop_idle(struct coop_context *ctx)
 {
-	if (++ctx->idle > ctx->cfg.spin)
+	unsigned n = ++ctx->idle, spin = ctx->cfg.spin;
+
+	if (n > spin && ctx->cfg.sleep_us)
+		idle_sleep(ctx, n - spin - 1);
+	else if (n > spin || !(n & SPIN_YIELD_MASK))
 		sched_yield();
 }

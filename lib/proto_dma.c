@@ -33,6 +33,11 @@
  * Counters: the engine's copies are no CPU's load, so they stay out of
  * the load slots; the provider keeps the offload counters (dma_ops,
  * dma_bytes in flight) itself.
+ *
+ * The engine's part of a striped send (PROTO_STRIPE, proto_stripe.c) is
+ * an offload job too: s->ejob on the list of striped sends (s->elink),
+ * in pieces like DMA's but without a notification (the sender's FIN
+ * covers both parts).  Its end goes to coop_stripe_engine_done().
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,7 @@
 #define NOTE_SLOTS 1024		/* DMA receives in progress at once */
 #define NOTE_EMPTY UINT64_MAX
 #define REAP_BATCH 32
+#define TIMED_TAG (1ULL << 32)	/* not a request id: those are 32-bit */
 
 struct note {
 	uint64_t word;		/* written last, with one 64-bit store */
@@ -56,6 +62,8 @@ struct coop_dma {
 	uint64_t max_length;	/* of one copy */
 	unsigned inflight;	/* copies given to the engine, not completed */
 	struct dlist jobs;	/* sends with an offload job (their jlink) */
+	struct dlist stripes;	/* striped sends' engine parts (elink) */
+	uint64_t timed;		/* coop_dma_time_put: its copy completed */
 	/* receiver */
 	struct note *area;
 	struct coop_rkey akey;
@@ -83,6 +91,7 @@ static struct coop_dma *dma_get(struct coop_context *ctx)
 	if (!d)
 		return NULL;
 	dlist_init(&d->jobs);
+	dlist_init(&d->stripes);
 	for (i = 0; i < NOTE_SLOTS; i++)
 		d->freel[i] = NOTE_SLOTS - 1 - i;
 	d->nfree = NOTE_SLOTS;
@@ -92,28 +101,47 @@ static struct coop_dma *dma_get(struct coop_context *ctx)
 
 /* ---------------- setup ---------------- */
 
+/* The setting that asks for the engine (for the note when there is
+ * none), "" when only auto mode's striping might use it, or NULL. */
+static const char *engine_wanted(const struct coop_config *cfg)
+{
+	if (cfg->rndv == COOP_RNDV_DMA)
+		return "COOP_RNDV=dma";
+	if (cfg->rndv == COOP_RNDV_STRIPE)
+		return "COOP_RNDV=stripe";
+	if (cfg->offload)
+		return "COOP_OFFLOAD=1";
+	return cfg->rndv == COOP_RNDV_AUTO && cfg->stripe_ratio != 0 ? "" :
+								       NULL;
+}
+
 void coop_dma_init(struct coop_context *ctx)
 {
 	const struct coop_provider_ops *ops = ctx->prov.ops;
+	const char *why = engine_wanted(&ctx->cfg);
 	struct coop_offload_info info;
 	int rc = -EOPNOTSUPP;
 
-	if (ctx->cfg.rndv != COOP_RNDV_DMA && !ctx->cfg.offload)
+	ctx->stripe_ratio = ctx->cfg.stripe_ratio;
+	if (!why)
 		return;		/* nothing will ask for the engine */
 	if (ops->offload_info)
 		rc = ops->offload_info(&ctx->prov, &info);
 	if (!rc && dma_get(ctx)) {
 		ctx->dma->engine = 1;
 		ctx->dma->max_length = info.max_length;
+		if (ctx->cfg.verbose && ctx->stripe_ratio >= 0)
+			coop_log(ctx->rank, "stripe: R = %.3f "
+				 "(COOP_STRIPE_RATIO)", ctx->stripe_ratio);
 		return;		/* the provider said which engine and path */
 	}
 	if (!rc)
 		rc = -ENOMEM;
-	if (ctx->cfg.verbose)
+	if (ctx->cfg.verbose && *why)
 		coop_log(ctx->rank, "%s: provider %s has no offload engine "
-			 "(%s): %s", ctx->cfg.rndv == COOP_RNDV_DMA ?
-			 "COOP_RNDV=dma" : "COOP_OFFLOAD=1", ops->name,
-			 strerror(-rc), ctx->cfg.rndv == COOP_RNDV_DMA ?
+			 "(%s): %s", why, ops->name, strerror(-rc),
+			 ctx->cfg.rndv == COOP_RNDV_DMA ||
+			 ctx->cfg.rndv == COOP_RNDV_STRIPE ?
 			 "RPUT instead" : "auto mode without it");
 }
 
@@ -133,6 +161,14 @@ void coop_dma_fini(struct coop_context *ctx)
 int coop_dma_usable(const struct coop_context *ctx)
 {
 	return ctx->dma && ctx->dma->engine;
+}
+
+int coop_dma_busy(const struct coop_context *ctx)
+{
+	const struct coop_dma *d = ctx->dma;
+
+	return d && (d->inflight || d->nbusy || !dlist_empty(&d->jobs) ||
+		     !dlist_empty(&d->stripes));
 }
 
 /* ---------------- receiver: notification slots ---------------- */
@@ -221,44 +257,70 @@ static int notes_poll(struct coop_context *ctx, struct coop_dma *d)
 
 /* ---------------- sender: offload jobs ---------------- */
 
-static int job_put(struct coop_context *ctx, struct coop_request *s,
-		   uint64_t len, int last)
+/* The offload job of send s that an engine completion is for: DMA's
+ * s->job, or a striped send's engine part s->ejob; NULL when it ended. */
+static struct coop_job *offload_job(struct coop_request *s)
 {
-	struct coop_job *j = &s->job;
+	if (s->kind != REQ_SEND)
+		return NULL;
+	if (s->proto == PROTO_STRIPE)
+		return dlist_linked(&s->elink) ? &s->ejob : NULL;
+	if (s->job.kind != JOB_OFFLOAD || !dlist_linked(&s->jlink))
+		return NULL;
+	return &s->job;
+}
+
+/* Does job j of s end with a notification?  DMA's does; a striped
+ * send's engine part does not: its FIN does. */
+static int job_notifies(const struct coop_request *s,
+			const struct coop_job *j)
+{
+	return j == &s->job;
+}
+
+static int job_put(struct coop_context *ctx, struct coop_request *s,
+		   struct coop_job *j, uint64_t len, int note)
+{
 	struct note n = {
 		note_word(s->rid, (uint32_t)(j->noff / sizeof(n))), j->len
 	};
 
 	return ctx->prov.ops->offload_put(&ctx->prov, j->peer,
 					  j->local + j->cursor, len, &j->key,
-					  j->cursor, last ? &j->nkey : NULL,
+					  j->cursor, note ? &j->nkey : NULL,
 					  j->noff, &n, coop_req_id(s));
 }
 
-static void job_end(struct coop_request *s)
+static void job_end(struct coop_request *s, struct coop_job *j)
 {
+	if (!job_notifies(s, j)) {
+		dlist_del(&s->elink);
+		coop_stripe_engine_done(s);	/* FIN when both parts are */
+		return;
+	}
 	dlist_del(&s->jlink);
 	coop_rndv_job_done(s);	/* FIN only on an error */
 }
 
 /*
- * Give the engine what it takes of s.  The last piece carries the
- * notification and waits until the others completed, so that the
- * notification covers every byte.
+ * Give the engine what it takes of job j of s.  A notifying job's last
+ * piece carries the notification and waits until the others completed,
+ * so that the notification covers every byte.
  */
-static int job_submit(struct coop_context *ctx, struct coop_request *s)
+static int job_submit(struct coop_context *ctx, struct coop_request *s,
+		      struct coop_job *j)
 {
 	struct coop_dma *d = ctx->dma;
-	struct coop_job *j = &s->job;
 	int n = 0, rc;
 
 	while (!j->err && !j->notified) {
 		uint64_t len = COOP_MIN(j->len - j->cursor, d->max_length);
 		int last = j->cursor + len == j->len;
+		int note = last && job_notifies(s, j);
 
-		if (last && j->pieces)
+		if (note && j->pieces)
 			break;
-		rc = job_put(ctx, s, len, last);
+		rc = job_put(ctx, s, j, len, note);
 		if (rc == -EAGAIN)
 			break;	/* engine full: again after completions */
 		if (rc) {
@@ -269,10 +331,11 @@ static int job_submit(struct coop_context *ctx, struct coop_request *s)
 		j->pieces++;
 		j->notified = (uint8_t)last;
 		d->inflight++;
+		ctx->stats.offload_bytes += len;
 		n++;
 	}
 	if (j->err && !j->pieces)
-		job_end(s);
+		job_end(s, j);
 	return n;
 }
 
@@ -297,30 +360,40 @@ void coop_dma_start(struct coop_request *s, const struct coop_pkt_cts *p)
 	j->nkey.cookie = p->ncookie;
 	j->nkey.length = j->noff + sizeof(struct note);	/* at least */
 	dlist_add_tail(&ctx->dma->jobs, &s->jlink);
-	job_submit(ctx, s);
+	job_submit(ctx, s, j);
 }
 
 static int jobs_step(struct coop_context *ctx, struct coop_dma *d)
 {
 	struct dlist *pos, *tmp;
+	struct coop_request *s;
 	int n = 0;
 
-	dlist_for_each_safe(pos, tmp, &d->jobs)
-		n += job_submit(ctx, container_of(pos, struct coop_request,
-						  jlink));
+	dlist_for_each_safe(pos, tmp, &d->jobs) {
+		s = container_of(pos, struct coop_request, jlink);
+		n += job_submit(ctx, s, &s->job);
+	}
+	dlist_for_each_safe(pos, tmp, &d->stripes) {
+		s = container_of(pos, struct coop_request, elink);
+		n += job_submit(ctx, s, &s->ejob);
+	}
 	return n;
 }
 
 static void on_done(struct coop_context *ctx, const struct coop_offload_done *c)
 {
-	struct coop_request *s = coop_req_lookup(ctx, (uint32_t)c->tag);
+	struct coop_request *s;
 	struct coop_job *j;
 
+	if (c->tag == TIMED_TAG) {	/* coop_dma_time_put's copy */
+		ctx->dma->timed = c->status ? UINT64_MAX : coop_now_ns();
+		return;
+	}
 	ctx->dma->inflight--;
-	if (!s || s->kind != REQ_SEND || s->job.kind != JOB_OFFLOAD ||
-	    !dlist_linked(&s->jlink))
+	s = coop_req_lookup(ctx, (uint32_t)c->tag);
+	j = s ? offload_job(s) : NULL;
+	if (!j)
 		return;		/* the send failed meanwhile */
-	j = &s->job;
 	j->pieces--;
 	j->done += c->bytes;
 	if (c->status && !j->err) {
@@ -329,7 +402,7 @@ static void on_done(struct coop_context *ctx, const struct coop_offload_done *c)
 		j->err = coop_err_from_errno(c->status);
 	}
 	if (!j->pieces && (j->err || j->notified))
-		job_end(s);
+		job_end(s, j);
 }
 
 static int reap(struct coop_context *ctx)
@@ -347,7 +420,7 @@ int coop_dma_progress(struct coop_context *ctx)
 	struct coop_dma *d = ctx->dma;
 	int n = 0;
 
-	if (!dlist_empty(&d->jobs))
+	if (!dlist_empty(&d->jobs) || !dlist_empty(&d->stripes))
 		n += jobs_step(ctx, d);
 	if (d->inflight)	/* also submits what jobs_step queued */
 		n += reap(ctx);
@@ -364,4 +437,65 @@ void coop_dma_release(struct coop_request *r)
 	}
 	if (r->job.kind == JOB_OFFLOAD && dlist_linked(&r->jlink))
 		dlist_del(&r->jlink);	/* its copies end unheeded */
+	if (r->proto == PROTO_STRIPE && dlist_linked(&r->elink))
+		dlist_del(&r->elink);	/* likewise */
+}
+
+/* ---------------- sender: a striped send's engine part ---------------- */
+
+void coop_dma_stripe_part(struct coop_request *s, uint64_t off)
+{
+	struct coop_context *ctx = s->ctx;
+	struct coop_job *j = &s->ejob;
+
+	memset(j, 0, sizeof(*j));
+	j->kind = JOB_OFFLOAD;
+	j->peer = s->peer;
+	j->local = s->buf;	/* piece at cursor: local + cursor -> cursor */
+	j->key = s->job.key;	/* set by the CTS */
+	j->cursor = off;
+	j->len = s->xfer;
+	j->own_slot = -1;
+	dlist_add_tail(&ctx->dma->stripes, &s->elink);
+	job_submit(ctx, s, j);
+}
+
+int coop_dma_stripe_stop(struct coop_request *s, int err)
+{
+	struct coop_job *j = &s->ejob;
+
+	if (!dlist_linked(&s->elink))
+		return 1;
+	if (!j->err)
+		j->err = err;
+	if (j->pieces)
+		return 0;	/* on_done ends it */
+	dlist_del(&s->elink);
+	return 1;
+}
+
+/*
+ * The engine's time for one copy, measured the way a striped send uses
+ * it (offload_put, then completions reaped by polling).  Completions of
+ * other copies are handled as usual meanwhile.  The wait is bounded; if
+ * the copy does not complete, src and dst stay allocated (the engine may
+ * still use them): the caller then leaks them on purpose.
+ */
+#define TIMED_WAIT_NS (30ULL * 1000000000ULL)
+
+uint64_t coop_dma_time_put(struct coop_context *ctx, const void *src,
+			   size_t len, const struct coop_rkey *dst)
+{
+	struct coop_dma *d = ctx->dma;
+	uint64_t t0 = coop_now_ns();
+
+	d->timed = 0;
+	if (ctx->prov.ops->offload_put(&ctx->prov, ctx->rank, src, len, dst,
+				       0, NULL, 0, NULL, TIMED_TAG))
+		return 0;
+	while (!d->timed && coop_now_ns() - t0 < TIMED_WAIT_NS)
+		reap(ctx);
+	if (!d->timed)
+		return UINT64_MAX;	/* still in flight: do not free */
+	return d->timed == UINT64_MAX ? 0 : d->timed - t0;
 }

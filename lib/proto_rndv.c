@@ -24,30 +24,30 @@
 
 #include "coop_internal.h"
 
-/* Single-sided copies use bigger chunks: fewer syscalls, no partner. */
-#define SOLO_CHUNK_MULT 4
-
-static uint64_t solo_chunk(const struct coop_context *ctx)
-{
-	return ctx->cfg.chunk * SOLO_CHUNK_MULT;
-}
-
 /*
- * COOP-p2p chunk: about an eighth of the message, at least COOP_CHUNK and
- * at most 1 MiB.  Eight chunks keep the split fine enough for the faster
- * side to take more; big chunks cost fewer system calls and page-pinning
+ * Copy granularity (COOP-chunked): the progress engine looks at the
+ * mailbox between chunks, so COOP_CHUNK bounds how long a control message
+ * from any peer waits behind a copy.  A single-sided copy takes chunks of
+ * COOP_CHUNK; COOP-p2p about an eighth of the message (at least 128 KiB,
+ * at most COOP_CHUNK) so the split stays fine enough for one side to help
+ * the other, while big chunks cost fewer system calls and page-pinning
  * rounds (measured here: 16 MiB window bandwidth +15% with 1 MiB chunks
  * over 128 KiB ones).
  */
 #define COOP_CHUNK_PARTS 8
-#define COOP_CHUNK_CAP (1u << 20)
+#define COOP_CHUNK_FLOOR (128u << 10)
+
+static uint64_t solo_chunk(const struct coop_context *ctx)
+{
+	return ctx->cfg.chunk;
+}
 
 static uint64_t coop_chunk(const struct coop_context *ctx, uint64_t len)
 {
 	uint64_t c = ((len / COOP_CHUNK_PARTS) + 4095) & ~(uint64_t)4095;
+	uint64_t floor = COOP_MIN((uint64_t)COOP_CHUNK_FLOOR, ctx->cfg.chunk);
 
-	c = COOP_MIN(c, (uint64_t)COOP_CHUNK_CAP);
-	return COOP_MAX(c, (uint64_t)ctx->cfg.chunk);
+	return COOP_MIN(COOP_MAX(c, floor), (uint64_t)ctx->cfg.chunk);
 }
 
 static enum coop_proto choose_proto(struct coop_context *ctx,
@@ -65,13 +65,15 @@ static enum coop_proto choose_proto(struct coop_context *ctx,
 		return PROTO_COOP;
 	case COOP_RNDV_DMA:	/* without an engine: a one-line note at init */
 		return coop_dma_usable(ctx) ? PROTO_DMA : PROTO_RPUT;
+	case COOP_RNDV_STRIPE:	/* min size, busy engine: proto_stripe.c */
+		return coop_stripe_usable(ctx, r->len) ? PROTO_STRIPE :
+							 PROTO_RPUT;
 	case COOP_RNDV_AUTO:
 	default:
-		if (r->len < ctx->cfg.coop_min)
-			return PROTO_RGET;
-		/* DMA only when asked for: when it pays is a later question */
-		return ctx->cfg.offload && coop_dma_usable(ctx) ? PROTO_DMA :
-								  PROTO_COOP;
+		/* all-DMA only when asked for: it trades bandwidth for
+		 * overlap; else the receiver decides (proto_select.c) */
+		return ctx->cfg.offload && coop_dma_usable(ctx) &&
+		       !coop_offload_busy(ctx) ? PROTO_DMA : PROTO_AUTO;
 	}
 }
 
@@ -120,7 +122,7 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 	enum coop_proto proto = choose_proto(ctx, r);
 	int rc;
 
-	if (proto == PROTO_RGET || proto == PROTO_COOP) {
+	if (proto == PROTO_RGET || proto == PROTO_COOP || proto == PROTO_AUTO) {
 		rc = coop_rndv_reg(r, COOPMPI_REGION_READ);
 		if (rc)
 			return rc;
@@ -132,6 +134,10 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 		pkt.h.flags |= PF_SYNC;
 	if (r->flags & COOP_F_BLOCKING)
 		pkt.h.flags |= PF_BLOCKING;
+	if (r->internal)	/* the inner send of a buffered send */
+		pkt.h.flags |= PF_BUFFERED;
+	if (coop_dma_usable(ctx))
+		pkt.h.flags |= PF_ENGINE;
 	pkt.rts.sreq = coop_req_id(r);
 	pkt.rts.pad = 0;
 	pkt.rts.len = r->len;
@@ -150,15 +156,28 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 	return COOP_SUCCESS;
 }
 
+/* The sender's CPU share of a protocol we answer with a CTS: we put it in
+ * its pending load before it hears of it (proto_select.c). */
+static uint64_t sender_share(const struct coop_request *r,
+			     enum coop_proto proto, uint64_t split)
+{
+	if (proto == PROTO_RPUT)
+		return r->xfer;
+	return proto == PROTO_COOP ? r->xfer - split : 0;
+}
+
 static int send_cts(struct coop_request *r, enum coop_proto proto,
-		    int slot, uint64_t chunk)
+		    int slot, uint64_t chunk, uint64_t split)
 {
 	struct coop_context *ctx = r->ctx;
+	int src = r->status.source;
+	int64_t charge = (int64_t)sender_share(r, proto, split);
 	union coop_pkt pkt;
 	int rc = coop_rndv_reg(r, COOPMPI_REGION_WRITE);
 
 	if (rc)
 		return rc;
+	coop_precharge(ctx, src, charge);
 	coop_hdr_init(ctx, &pkt.h, PKT_CTS, r->comm, r->status.tag);
 	pkt.h.proto = (uint8_t)proto;
 	pkt.cts.sreq = r->rid;
@@ -168,7 +187,10 @@ static int send_cts(struct coop_request *r, enum coop_proto proto,
 	pkt.cts.slot = (uint32_t)slot;
 	pkt.cts.chunk = (uint32_t)chunk;
 	pkt.cts.ncookie = proto == PROTO_DMA ? coop_dma_ncookie(ctx) : 0;
-	return coop_send_pkt(ctx, r->status.source, &pkt);
+	rc = coop_send_pkt(ctx, src, &pkt);
+	if (rc)
+		coop_precharge(ctx, src, -charge);
+	return rc;
 }
 
 static void start_read(struct coop_request *r, const struct coop_msgdesc *m,
@@ -179,12 +201,52 @@ static void start_read(struct coop_request *r, const struct coop_msgdesc *m,
 		       chunk);
 }
 
+/* COOP: a work slot split at split, the CTS, and our part of the copy;
+ * -1 when no slot is free (the caller reads everything instead). */
+static int start_coop(struct coop_request *r, const struct coop_msgdesc *m,
+		      uint64_t split)
+{
+	struct coop_context *ctx = r->ctx;
+	uint64_t chunk = coop_chunk(ctx, r->xfer);
+	int slot = coop_seg_work_alloc(&ctx->seg, r->xfer, chunk, split,
+				       m->src);
+	int rc;
+
+	if (slot < 0)
+		return -1;
+	rc = send_cts(r, PROTO_COOP, slot, chunk, split);
+	if (rc) {		/* the sender will never touch it */
+		coop_seg_work_free(&ctx->seg, (uint32_t)slot, m->src);
+		return rc;
+	}
+	start_read(r, m, &ctx->seg.work[slot], chunk);
+	r->job.own_slot = slot;
+	return COOP_SUCCESS;
+}
+
+/* The protocol this receive answers the RTS with, and COOP's split. */
+static enum coop_proto answer_proto(struct coop_request *r,
+				    const struct coop_msgdesc *m,
+				    uint64_t *split)
+{
+	enum coop_proto proto = (enum coop_proto)m->proto;
+
+	*split = r->xfer / 2;
+	if (proto == PROTO_AUTO)
+		proto = coop_select(r, m, split);
+	if ((proto == PROTO_RGET || proto == PROTO_COOP) &&
+	    !r->ctx->peers[m->src].copy_ok)
+		proto = PROTO_BOUNCE;
+	return proto;
+}
+
 /* Receiver: an RTS met receive r. */
 void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 {
 	struct coop_context *ctx = r->ctx;
-	enum coop_proto proto = (enum coop_proto)m->proto;
-	int rc = COOP_SUCCESS, slot;
+	enum coop_proto proto;
+	uint64_t split;
+	int rc = COOP_SUCCESS;
 
 	r->rid = m->sreq;
 	r->xfer = COOP_MIN(m->len, r->len);
@@ -200,33 +262,21 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 		coop_req_event(r, EV_MATCH);
 		return;
 	}
-	if ((proto == PROTO_RGET || proto == PROTO_COOP) &&
-	    !ctx->peers[m->src].copy_ok)
-		proto = PROTO_BOUNCE;
+	proto = answer_proto(r, m, &split);
 	if (proto == PROTO_COOP) {
-		uint64_t chunk = coop_chunk(ctx, r->xfer);
-
-		slot = coop_seg_work_alloc(&ctx->seg, r->xfer, chunk, m->src);
-		if (slot < 0) {
+		rc = start_coop(r, m, split);
+		if (rc < 0) {
 			proto = PROTO_RGET;
-		} else {
-			rc = send_cts(r, PROTO_COOP, slot, chunk);
-			if (rc)	/* the sender will never touch it */
-				coop_seg_work_free(&ctx->seg, (uint32_t)slot,
-						   m->src);
-			else {
-				start_read(r, m, &ctx->seg.work[slot], chunk);
-				r->job.own_slot = slot;
-			}
+			rc = COOP_SUCCESS;
 		}
 	}
 	if (proto == PROTO_DMA && coop_dma_arm(r))
 		proto = PROTO_RPUT;	/* no notification slot */
 	if (proto == PROTO_RGET) {
 		start_read(r, m, NULL, solo_chunk(ctx));
-	} else if (proto != PROTO_COOP) {	/* RPUT, BOUNCE, DMA */
+	} else if (proto != PROTO_COOP) {	/* RPUT, BOUNCE, DMA, STRIPE */
 		r->pending |= EV_PEER;
-		rc = send_cts(r, proto, r->nslot, 0);
+		rc = send_cts(r, proto, r->nslot, 0, 0);
 	}
 	r->proto = (uint8_t)proto;
 	if (rc)
@@ -263,10 +313,14 @@ void coop_rndv_on_cts(struct coop_context *ctx, const struct coop_pkt_cts *p)
 	s->rid = p->rreq;
 	s->xfer = COOP_MIN(p->len, s->len);
 	s->job.key = p->key;
+	/* the receiver charged our share to our load (send_cts) */
+	s->precharged = p->h.proto == PROTO_RPUT || p->h.proto == PROTO_COOP;
 	if (p->h.proto != PROTO_COOP) {
 		s->proto = p->h.proto;
 		if (s->proto == PROTO_DMA)
 			coop_dma_start(s, p);
+		else if (s->proto == PROTO_STRIPE)
+			coop_stripe_start(s, p);
 		else
 			coop_rndv_start_write(s);
 		/* RPUT: our FIN ends it; DMA: the engine's notification */
@@ -295,6 +349,10 @@ void coop_rndv_job_done(struct coop_request *r)
 
 	if (j->err)
 		coop_req_set_error(r, j->err);
+	if (r->proto == PROTO_STRIPE && r->kind == REQ_SEND) {
+		coop_stripe_cpu_done(r);	/* FIN when the engine's is too */
+		return;
+	}
 	if ((j->shared || j->kind == JOB_OFFLOAD) && !j->err) {
 		/* COOP: the done counter told both sides already; DMA: the
 		 * engine's notification told the receiver */
@@ -334,6 +392,8 @@ void coop_rndv_on_fin(struct coop_context *ctx, const struct coop_pkt_fin *p)
 			coop_match_unpost(ctx, q);
 		coop_req_event(q, EV_MATCH | EV_PEER);
 	} else {
+		if (q->proto == PROTO_AUTO)	/* no CTS: the receiver read */
+			q->proto = PROTO_RGET;
 		coop_req_event(q, EV_PEER);
 	}
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "provider.h"
@@ -226,16 +227,20 @@ static int kmod_poll_msg(struct coop_provider *p, void *msg)
 	return coop_ring_dequeue(&k->own, msg);
 }
 
-static int kmod_wait_msg(struct coop_provider *p, int timeout_ms)
+static int kmod_wait_msg(struct coop_provider *p, long timeout_us)
 {
 	struct kmod_priv *k = p->priv;
 	struct coopmpi_ring_hdr *h = k->own.hdr;
 	struct pollfd pfd = { .fd = k->fd, .events = POLLIN };
+	struct timespec ts = { timeout_us / 1000000,
+			       timeout_us % 1000000 * 1000 };
 
 	__atomic_store_n(&h->wake_requested, 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* the driver's poll rechecks the ring after queueing us: a doorbell
+	 * between our check and the sleep is not lost */
 	if (!coop_ring_ready(&k->own))
-		poll(&pfd, 1, timeout_ms);
+		ppoll(&pfd, 1, timeout_us >= 0 ? &ts : NULL, NULL);
 	__atomic_store_n(&h->wake_requested, 0, __ATOMIC_RELAXED);
 	return coop_ring_ready(&k->own);
 }

@@ -369,18 +369,20 @@ static int shm_poll_msg(struct coop_provider *p, void *msg)
 	return coop_ring_dequeue(&s->own, msg);
 }
 
-static int shm_wait_msg(struct coop_provider *p, int timeout_ms)
+static int shm_wait_msg(struct coop_provider *p, long timeout_us)
 {
 	struct shm_priv *s = p->priv;
 	struct coopmpi_ring_hdr *h = s->own.hdr;
-	struct timespec ts = { timeout_ms / 1000,
-			       (long)(timeout_ms % 1000) * 1000000L };
+	struct timespec ts = { timeout_us / 1000000,
+			       timeout_us % 1000000 * 1000 };
 
 	__atomic_store_n(&h->wake_requested, 1, __ATOMIC_RELAXED);
+	/* pairs with the fence in coop_ring_enqueue(): either the sender
+	 * sees our request and rings, or we see its message here */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!coop_ring_ready(&s->own))
 		syscall(SYS_futex, &h->wake_requested, FUTEX_WAIT, 1,
-			timeout_ms >= 0 ? &ts : NULL, NULL, 0);
+			timeout_us >= 0 ? &ts : NULL, NULL, 0);
 	__atomic_store_n(&h->wake_requested, 0, __ATOMIC_RELAXED);
 	return coop_ring_ready(&s->own);
 }

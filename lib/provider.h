@@ -77,8 +77,13 @@ struct coop_provider_ops {
 	int (*send_msg)(struct coop_provider *p, int peer, const void *msg);
 	/* Dequeue one message into msg: 1 got one, 0 empty. */
 	int (*poll_msg)(struct coop_provider *p, void *msg);
-	/* Sleep until a message may be there or timeout_ms passes. */
-	int (*wait_msg)(struct coop_provider *p, int timeout_ms);
+	/*
+	 * Sleep until a message may be there or timeout_us passes (< 0:
+	 * no limit): 1 a message is ready, 0 not (yet).  Asks senders for a
+	 * doorbell (wake_requested) and rechecks the ring first, so a message
+	 * sent meanwhile is never slept through.
+	 */
+	int (*wait_msg)(struct coop_provider *p, long timeout_us);
 
 	/* Regions and single-copy transfers. */
 	int (*reg)(struct coop_provider *p, void *addr, size_t len,

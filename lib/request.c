@@ -26,6 +26,7 @@ struct coop_request *coop_req_new(struct coop_context *ctx, int kind)
 	dlist_init(&r->link);
 	dlist_init(&r->alink);
 	dlist_init(&r->jlink);
+	dlist_init(&r->elink);
 	return r;
 }
 
@@ -64,6 +65,7 @@ void coop_req_activate(struct coop_request *r)
 	r->pending = 0;
 	r->rtr_out = r->ticketed = r->rts_sent = r->wildcard = 0;
 	r->cancel_wanted = 0;
+	r->precharged = 0;
 	r->lkey_valid = 0;
 	r->peer_slot = -1;
 	r->nslot = -1;
@@ -93,7 +95,7 @@ static void req_release_resources(struct coop_request *r)
 		ctx->prov.ops->dereg(&ctx->prov, &r->lkey);
 		r->lkey_valid = 0;
 	}
-	if (r->proto == PROTO_DMA)
+	if (r->proto == PROTO_DMA || r->proto == PROTO_STRIPE)
 		coop_dma_release(r);
 	if (r->peer_slot >= 0) {	/* we are done with its work slot */
 		coop_send_slot_fin(ctx, r->peer, (uint32_t)r->peer_slot);

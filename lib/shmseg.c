@@ -12,7 +12,7 @@
 #include "shmseg.h"
 
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
-#define SEG_VERSION 1
+#define SEG_VERSION 2
 #define PAGE 4096ULL
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
 
@@ -178,7 +178,7 @@ int coop_seg_bounce_alloc(struct coop_seg *s, int frag)
 }
 
 int coop_seg_work_alloc(struct coop_seg *s, uint64_t len, uint64_t chunk,
-			int peer)
+			uint64_t split, int peer)
 {
 	struct coop_work_slot *w;
 	uint32_t i;
@@ -191,6 +191,8 @@ int coop_seg_work_alloc(struct coop_seg *s, uint64_t len, uint64_t chunk,
 	w = &s->work[i];
 	w->len = len;
 	w->chunk = chunk;
+	w->split = split;
+	__atomic_store_n(&w->snext, split, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->done, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->next, 0, __ATOMIC_RELEASE);
 	return (int)i;

@@ -9,9 +9,14 @@
  *     3/4 of the slots serve eager messages (which may wait unexpected for
  *     long); the rest are kept for pipeline fragments, which are always
  *     consumed promptly, so pipelines never starve.
- *   - COOP-p2p work slots: a shared claim counter per cooperative
- *     transfer.  The receiver allocates one, both sides fetch-add chunks
- *     off it, so the faster side takes more.
+ *   - COOP-p2p work slots, one per cooperative transfer, allocated by
+ *     the receiver: the message is split at `split` into the receiver's
+ *     range [0, split) and the sender's [split, len), each with a claim
+ *     cursor both sides may fetch-add: a side claims chunks of its own
+ *     range first, then helps with the other's, so a side that falls
+ *     behind (busy with other copies, computing) is helped.
+ *   - the rank's copy history (COOP-load): bytes copied recently, decayed
+ *     with a half-life, read by peers choosing who copies.
  */
 #ifndef COOP_SHMSEG_H
 #define COOP_SHMSEG_H
@@ -20,11 +25,13 @@
 #include <stdint.h>
 
 struct coop_work_slot {
-	uint64_t next;		/* atomic: next byte offset to claim */
+	uint64_t next;		/* atomic: receiver's range cursor */
 	uint64_t done;		/* atomic: bytes copied, both sides */
 	uint64_t len;
 	uint64_t chunk;
-	uint64_t pad[4];
+	uint64_t split;		/* receiver's range ends, sender's starts */
+	uint64_t snext;		/* atomic: sender's range cursor */
+	uint64_t pad[2];
 };
 
 struct coop_bounce_flag {
@@ -39,6 +46,9 @@ struct coop_seg_hdr {
 	uint32_t nwork;
 	uint64_t bounce_size;
 	uint64_t off_work, off_flags, off_bounce, bytes;
+	/* owner writes, peers read (relaxed: a heuristic input) */
+	uint64_t hist_bytes;	/* decayed bytes copied, as of hist_ns */
+	uint64_t hist_ns;	/* CLOCK_MONOTONIC of the last update */
 };
 
 /* A mapped segment: our own or a peer's. */
@@ -90,7 +100,7 @@ static inline int coop_seg_slot_valid(const struct coop_seg *s, uint32_t slot)
  * or when the peer dies.
  */
 int coop_seg_work_alloc(struct coop_seg *s, uint64_t len, uint64_t chunk,
-			int peer);
+			uint64_t split, int peer);
 /* Drop one reference of a slot busy with peer. */
 void coop_seg_work_put(struct coop_seg *s, uint32_t slot, int peer);
 /* Free slot if it is busy with peer; 0 done, -1 not such a slot. */

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define COOP_CACHELINE 64
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -60,5 +61,14 @@ static inline int dlist_linked(const struct dlist *n)
 /* Logging: one line on stderr, prefixed "coopmpi[rank]: ". */
 void coop_log(int rank, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* CLOCK_MONOTONIC in ns: one clock for every process of the node. */
+static inline uint64_t coop_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 #endif /* COOP_UTIL_H */

@@ -3,19 +3,25 @@
  * xfer.c - copy jobs: the data movement of the rendezvous protocols.
  *
  * A job copies len bytes between a local buffer and a peer's region in
- * chunks, one chunk per progress step, so control packets keep flowing
- * during large copies.  A single-sided job (RGET, RPUT, RTR, pipeline)
- * claims chunks from a private cursor; a cooperative one (COOP-p2p) from
- * the shared work counter both sides fetch-add, so the faster side takes
- * more chunks; both add what they copied to the slot's done counter, and
- * each side's job ends when done reaches the length: neither needs the
- * other's FIN (nor its progress) to complete.  Every copy updates this
- * rank's load slot of the per-node counters: pending_ops/pending_bytes
- * grow when a copy is assigned (the whole job for single-sided, each
- * claimed chunk for cooperative) and shrink when it is done; total_* only
- * grow: one op per job here, unless the provider's copy() charges them
- * itself (kmod: one op per COPY ioctl), which adding here would count
- * twice.
+ * chunks, one chunk per progress step, so control packets from every peer
+ * keep flowing during large copies (COOP-chunked; COOP_CHUNK bounds the
+ * copy done without looking at the mailbox).  A single-sided job (RGET,
+ * RPUT, RTR, pipeline) claims chunks from a private cursor; a cooperative
+ * one (COOP-p2p) from the two ranges of the shared work slot, its own
+ * range first, then the partner's (xfer.c: claim_range), so a side that
+ * falls behind is helped; both add what they copied to the slot's done
+ * counter, and each side's job ends when done reaches the length: neither
+ * needs the other's FIN (nor its progress) to complete.
+ *
+ * Load counters (COOP-load's input): a job charges its expected share
+ * (single-sided: everything; cooperative: its own range) to this rank's
+ * pending_bytes when it starts - unless the receiver charged it already
+ * when it chose the protocol (r->precharged), so that decisions taken
+ * meanwhile see it - and discharges it as its chunks are copied; the rest
+ * leaves when the job ends.  total_* only grow: one op per job here,
+ * unless the provider's copy() charges them itself (kmod: one op per COPY
+ * ioctl), which adding here would count twice.  Every copied byte also
+ * enters the rank's decayed copy history (proto_select.c).
  */
 #include <string.h>
 #include <sys/uio.h>
@@ -24,6 +30,14 @@
 
 #define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 #define SUB(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_RELAXED)
+
+/* Our expected share of the bytes: what we charge to our pending load. */
+static uint64_t job_share(const struct coop_job *j)
+{
+	if (!j->shared)
+		return j->len;
+	return j->side ? j->len - j->shared->split : j->shared->split;
+}
 
 void coop_job_start(struct coop_request *r, int kind, int peer, char *local,
 		    const struct coop_rkey *key, uint64_t len,
@@ -40,15 +54,27 @@ void coop_job_start(struct coop_request *r, int kind, int peer, char *local,
 		j->key = *key;
 	j->len = len;
 	j->shared = shared;
+	j->side = kind == JOB_WRITE;
 	j->own_slot = -1;
 	j->chunk = chunk ? chunk : ctx->cfg.chunk;
+	j->charge = job_share(j);
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &r->jlink);
 	if (ctx->load) {
 		ADD(&ctx->load->pending_ops, 1);
-		if (!shared)
-			ADD(&ctx->load->pending_bytes, len);
+		if (!r->precharged)
+			ADD(&ctx->load->pending_bytes, j->charge);
 	}
+}
+
+/* n bytes of ours are copied: they leave the pending load. */
+static void job_discharge(struct coop_context *ctx, struct coop_job *j,
+			  uint64_t n)
+{
+	n = COOP_MIN(n, j->charge);
+	j->charge -= n;
+	if (ctx->load && n)
+		SUB(&ctx->load->pending_bytes, n);
 }
 
 /* Must we add this job's copies to total_*?  Not when the provider's
@@ -71,12 +97,11 @@ static void job_unqueue(struct coop_request *r)
 	dlist_del(&r->jlink);
 	if (j->shared && j->own_slot >= 0)	/* our use of our slot ends */
 		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
+	job_discharge(ctx, j, j->charge);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);
 		if (job_counts_totals(ctx, j))
 			ADD(&ctx->load->total_ops, 1);
-		if (!j->shared && j->len > j->done)
-			SUB(&ctx->load->pending_bytes, j->len - j->done);
 	}
 }
 
@@ -97,20 +122,39 @@ int coop_job_try_finish(struct coop_request *r)
 	return 1;
 }
 
-/* Claim the next chunk: its offset, or UINT64_MAX when all are claimed. */
+/* Claim a chunk of one range of a cooperative transfer (side 0: the
+ * receiver's, 1: the sender's): its offset, or UINT64_MAX. */
+static uint64_t claim_range(struct coop_job *j, int side, uint64_t *n)
+{
+	struct coop_work_slot *w = j->shared;
+	uint64_t *cursor = side ? &w->snext : &w->next;
+	uint64_t end = side ? w->len : w->split, off;
+
+	/* a finished range's cursor is not pushed further on every poll */
+	if (__atomic_load_n(cursor, __ATOMIC_RELAXED) >= end)
+		return UINT64_MAX;
+	off = __atomic_fetch_add(cursor, j->chunk, __ATOMIC_RELAXED);
+	if (off >= end)
+		return UINT64_MAX;
+	*n = COOP_MIN(j->chunk, end - off);
+	return off;
+}
+
+/* Claim the next chunk: its offset, or UINT64_MAX when all are claimed.
+ * Cooperative jobs take their own range first, then help with the
+ * partner's. */
 static uint64_t job_claim(struct coop_job *j, uint64_t *n)
 {
 	uint64_t off;
 
-	if (j->shared)
-		off = __atomic_fetch_add(&j->shared->next, j->chunk,
-					 __ATOMIC_RELAXED);
-	else
-		off = j->cursor;
+	if (j->shared) {
+		off = claim_range(j, j->side, n);
+		return off != UINT64_MAX ? off : claim_range(j, !j->side, n);
+	}
+	off = j->cursor;
 	if (off >= j->len)
 		return UINT64_MAX;
-	if (!j->shared)
-		j->cursor = off + j->chunk;
+	j->cursor = off + j->chunk;
 	*n = COOP_MIN(j->chunk, j->len - off);
 	return off;
 }
@@ -121,10 +165,14 @@ static int job_copy(struct coop_context *ctx, struct coop_job *j,
 	struct iovec iov = { j->local + off, n };
 	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
 						       COOP_COPY_TO_PEER;
+	uint64_t t0 = coop_now_ns(), t1;
 	ssize_t rc;
 
 	rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key, off, &iov, 1,
 				 n, dir);
+	t1 = coop_now_ns();
+	ctx->stats.copy_ns += t1 - t0;
+	coop_load_history_add(ctx, rc < 0 ? 0 : n, t1);
 	if (rc < 0) {
 		if (rc == -ESRCH || rc == -EPIPE)
 			coop_peer_failed(ctx, j->peer);
@@ -175,8 +223,7 @@ static int job_run(struct coop_context *ctx, struct coop_request *r)
 				return 0;
 			j->cursor += n;
 			j->done += n;
-			if (ctx->load)
-				SUB(&ctx->load->pending_bytes, n);
+			job_discharge(ctx, j, n);
 			if (rc) {
 				j->err = rc;
 				job_finish(r);
@@ -195,15 +242,14 @@ static int job_run(struct coop_context *ctx, struct coop_request *r)
 		job_finish(r);
 		return 1;
 	}
-	if (j->shared && ctx->load)
-		ADD(&ctx->load->pending_bytes, n);
 	rc = job_copy(ctx, j, off, n);
-	if (ctx->load) {
-		SUB(&ctx->load->pending_bytes, n);
-		if (job_counts_totals(ctx, j))
-			ADD(&ctx->load->total_bytes, n);
-	}
+	job_discharge(ctx, j, n);
+	if (ctx->load && job_counts_totals(ctx, j))
+		ADD(&ctx->load->total_bytes, n);
+	if (!j->done)
+		ctx->stats.copy_jobs++;
 	j->done += n;
+	ctx->stats.copy_bytes += n;
 	if (rc) {
 		j->err = rc;
 		job_finish(r);

@@ -212,6 +212,34 @@ uint64_t t_sysfs_u64(const char *name)
 	return ok ? strtoull(buf, NULL, 10) : UINT64_MAX;
 }
 
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+int t_engine_present(void)
+{
+	const char *prov = getenv("COOP_PROVIDER");
+	char eng[16];
+
+	if (prov && *prov && strcmp(prov, "kmod"))
+		return 0;
+	if (access("/dev/coopmpi", R_OK | W_OK) ||
+	    read_line("/sys/kernel/coopmpi/dma_engine", eng, sizeof(eng)))
+		return 0;
+	return strcmp(eng, "none") != 0;
+}
+
 void t_barrier(coop_context_t *ctx, int rank, int size)
 {
 	int i;

@@ -15,6 +15,15 @@
  * completing while its sender computes (the engine's notification needs
  * no step of the sender).  Either way: more messages at once than the
  * engine takes and than the receiver has notification slots.
+ *
+ * PROTO_STRIPE (COOP_RNDV=stripe): 64 KiB..16 MiB, unaligned, receives
+ * posted before and after the sends, with R = 1 and no minimum, and with
+ * the measured R and the 1 MiB minimum.  With an engine both sides see
+ * STRIPE (RPUT below the minimum), the engine got exactly the R/(1+R)
+ * share (R = 1: half, page rounded) in stats.offload_bytes, the sender's
+ * load counters show the rest, dma_completed grew; without one: RPUT,
+ * nothing offloaded.  COOP_OFFLOAD_BUSY=1: a send posted while another
+ * one's engine part is in flight goes by RPUT.
  */
 #include <check.h>
 #include <errno.h>
@@ -58,35 +67,6 @@ struct outcome {
 	char prov[8];
 	coop_load_t load[2];
 };
-
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -1;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-/* Will the ranks' provider be kmod with a DMA engine? */
-static int engine_present(void)
-{
-	const char *prov = getenv("COOP_PROVIDER");
-	char eng[16];
-
-	if (prov && *prov && strcmp(prov, "kmod"))
-		return 0;
-	if (access("/dev/coopmpi", R_OK | W_OK) ||
-	    read_line(SYSFS "dma_engine", eng, sizeof(eng)))
-		return 0;
-	return strcmp(eng, "none") != 0;
-}
 
 static int sizes_load_rank(coop_context_t *ctx, int rank, int size,
 			   void *arg)
@@ -154,7 +134,7 @@ static void run_case(const struct dma_case *c, int engine)
 
 START_TEST(test_dma_sizes)
 {
-	run_case(&cases[_i], engine_present());
+	run_case(&cases[_i], t_engine_present());
 }
 END_TEST
 
@@ -164,7 +144,7 @@ START_TEST(test_dma_ioctl_path)
 {
 	static const int nr[] = { SYS_io_uring_setup };
 
-	if (!engine_present()) {
+	if (!t_engine_present()) {
 		fprintf(stderr, "dma ioctl path: no offload engine: skipped\n");
 		return;
 	}
@@ -219,7 +199,7 @@ START_TEST(test_dma_many)
 	static const char *const env[] = { "COOP_RNDV=dma",
 		"COOP_RING_SLOTS=4096", NULL };
 	struct outcome *o = shared_alloc(sizeof(*o));
-	int engine = engine_present();
+	int engine = t_engine_present();
 	uint64_t before = t_sysfs_u64("dma_completed"), dma = 0, rput;
 
 	ck_assert_int_eq(run_ranks(2, env, many_rank, o, 120, NULL), 0);
@@ -277,7 +257,7 @@ START_TEST(test_dma_overlap)
 {
 	int *woke;
 
-	if (!engine_present()) {
+	if (!t_engine_present()) {
 		fprintf(stderr, "dma overlap: no offload engine: skipped\n");
 		return;
 	}
@@ -285,6 +265,230 @@ START_TEST(test_dma_overlap)
 	ck_assert_int_eq(run_ranks(2, env_dma, overlap_rank, woke, 60, NULL),
 			 0);
 	shared_free(woke, 4096);
+}
+END_TEST
+
+/* ---------------- PROTO_STRIPE: the CPU and the engine ---------------- */
+
+static const size_t stripe_sizes[] = {
+	65537, (1 << 20) + 3, (4 << 20) + 5, (16 << 20) + 1,
+};
+#define NSTRIPE (int)(sizeof(stripe_sizes) / sizeof(stripe_sizes[0]))
+
+struct stripe_case {
+	const char *name;
+	const char *const *env;
+	size_t min;		/* COOP_STRIPE_MIN in env */
+	int half;		/* COOP_STRIPE_RATIO=1 in env */
+};
+
+static const char *const env_stripe_half[] = { "COOP_RNDV=stripe",
+	"COOP_STRIPE_RATIO=1", "COOP_STRIPE_MIN=0", NULL };
+static const char *const env_stripe_def[] = { "COOP_RNDV=stripe", NULL };
+
+static const struct stripe_case stripe_cases[] = {
+	{ "COOP_RNDV=stripe, ratio 1, no minimum", env_stripe_half, 0, 1 },
+	{ "COOP_RNDV=stripe, measured ratio, 1 MiB minimum", env_stripe_def,
+	  1 << 20, 0 },
+};
+#define NSTRIPE_CASES (int)(sizeof(stripe_cases) / sizeof(stripe_cases[0]))
+
+struct stripe_outcome {
+	char prov[8];
+	coop_load_t load[2];
+	coop_stats_t stats[2];
+	int proto[2][2][NSTRIPE];	/* [rank][phase][size] */
+};
+
+static void stripe_phase(coop_context_t *ctx, int rank, int size,
+			 char **p, int phase, int *proto)
+{
+	coop_request_t *r[NSTRIPE];
+	coop_status_t st[NSTRIPE];
+	int i;
+
+	for (i = 0; i < NSTRIPE; i++) {
+		if (rank == 0)
+			t_fill(p[i], stripe_sizes[i], (uint32_t)(i + 10 * phase));
+		else
+			memset(p[i], 0, stripe_sizes[i]);
+	}
+	for (i = 0; rank == 1 && phase == 0 && i < NSTRIPE; i++)
+		T_OK(coop_irecv(ctx, p[i], stripe_sizes[i], 0, i, COMM, 0,
+				&r[i]));
+	t_barrier(ctx, rank, size);
+	for (i = 0; rank == 0 && i < NSTRIPE; i++)
+		T_OK(coop_isend(ctx, p[i], stripe_sizes[i], 1, i, COMM, 0,
+				&r[i]));
+	t_barrier(ctx, rank, size);	/* phase 1: the RTSs are out */
+	for (i = NSTRIPE - 1; rank == 1 && phase == 1 && i >= 0; i--)
+		T_OK(coop_irecv(ctx, p[i], stripe_sizes[i], 0, i, COMM, 0,
+				&r[i]));
+	T_OK(coop_waitall(NSTRIPE, r, st));
+	for (i = 0; i < NSTRIPE; i++) {
+		T_ASSERT(!st[i].error, "size %zu: %s", stripe_sizes[i],
+			 coop_strerror(st[i].error));
+		T_ASSERT(rank == 0 || t_check(p[i], stripe_sizes[i],
+					      (uint32_t)(i + 10 * phase)) < 0,
+			 "size %zu: data", stripe_sizes[i]);
+		proto[i] = st[i].protocol;
+	}
+}
+
+/* Phase 0: receives posted first, phase 1: sends first; unaligned. */
+static int stripe_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct stripe_outcome *o = arg;
+	char *base[NSTRIPE], *p[NSTRIPE];
+	int i, phase;
+
+	for (i = 0; i < NSTRIPE; i++) {
+		base[i] = malloc(stripe_sizes[i] + 8);
+		p[i] = base[i] + 1 + rank + i % 3;
+	}
+	T_OK(coop_reset_stats(ctx));
+	for (phase = 0; phase < 2; phase++)
+		stripe_phase(ctx, rank, size, p, phase, o->proto[rank][phase]);
+	t_barrier(ctx, rank, size);
+	T_OK(coop_get_stats(ctx, &o->stats[rank]));
+	if (rank == 0) {
+		snprintf(o->prov, sizeof(o->prov), "%s",
+			 coop_provider_name(ctx));
+		for (i = 0; i < 2; i++)
+			T_OK(coop_get_load(ctx, i, &o->load[i]));
+	}
+	t_barrier(ctx, rank, size);
+	for (i = 0; i < NSTRIPE; i++)
+		free(base[i]);
+	return 0;
+}
+
+/* The engine's share with R = 1: n - n / 2 rounded to a page. */
+static uint64_t half_share(uint64_t n)
+{
+	return n - ((n / 2 + 2048) & ~(uint64_t)4095);
+}
+
+static void check_stripe(const struct stripe_case *c,
+			 const struct stripe_outcome *o, int engine)
+{
+	uint64_t all = 0, share = 0, striped = 0, cpu;
+	int i, ph, want;
+
+	for (ph = 0; ph < 2; ph++) {
+		for (i = 0; i < NSTRIPE; i++) {
+			want = engine && stripe_sizes[i] >= c->min ?
+			       COOP_PROTOCOL_STRIPE : COOP_PROTOCOL_RPUT;
+			ck_assert_msg(o->proto[0][ph][i] == want &&
+				      o->proto[1][ph][i] == want,
+				      "size %zu: protocols %d/%d, want %d",
+				      stripe_sizes[i], o->proto[0][ph][i],
+				      o->proto[1][ph][i], want);
+			all += stripe_sizes[i];
+			if (want == COOP_PROTOCOL_STRIPE) {
+				share += half_share(stripe_sizes[i]);
+				striped += stripe_sizes[i];
+			}
+		}
+	}
+	cpu = o->load[0].total_bytes;
+	fprintf(stderr, "stripe: %llu bytes, engine %llu (%.0f%% of the "
+		"striped ones), sender's CPU %llu\n", (unsigned long long)all,
+		(unsigned long long)o->stats[0].offload_bytes, striped ?
+		100.0 * (double)o->stats[0].offload_bytes / (double)striped :
+		0, (unsigned long long)cpu);
+	ck_assert_msg(!o->load[1].total_bytes && !o->stats[1].offload_bytes,
+		      "the receiver copied");
+	ck_assert_msg(cpu + o->stats[0].offload_bytes == all,
+		      "CPU %llu + engine %llu != %llu", (unsigned long long)cpu,
+		      (unsigned long long)o->stats[0].offload_bytes,
+		      (unsigned long long)all);
+	if (engine && c->half)
+		ck_assert_msg(o->stats[0].offload_bytes == share,
+			      "engine %llu, want %llu",
+			      (unsigned long long)o->stats[0].offload_bytes,
+			      (unsigned long long)share);
+	if (!engine)
+		ck_assert(!o->stats[0].offload_bytes);
+}
+
+START_TEST(test_stripe_sizes)
+{
+	const struct stripe_case *c = &stripe_cases[_i];
+	struct stripe_outcome *o = shared_alloc(sizeof(*o));
+	int engine = t_engine_present();
+	uint64_t before = engine ? t_sysfs_u64("dma_completed") : 0;
+
+	fprintf(stderr, "stripe: %s, %s\n", c->name,
+		engine ? "offload engine" : "no engine: RPUT");
+	ck_assert_int_eq(run_ranks(2, c->env, stripe_rank, o, 120, NULL), 0);
+	check_stripe(c, o, engine);
+	if (engine) {
+		ck_assert_str_eq(o->prov, "kmod");
+		ck_assert_msg(t_sysfs_u64("dma_completed") - before >=
+			      (uint64_t)(c->min ? 2 * (NSTRIPE - 1) :
+					 2 * NSTRIPE), "dma_completed");
+	}
+	shared_free(o, sizeof(*o));
+}
+END_TEST
+
+/*
+ * Adaptive offload: with COOP_OFFLOAD_BUSY=1 any engine byte in flight
+ * node-wide makes the engine busy.  A send posted while the first one's
+ * engine part is in flight goes by RPUT.
+ */
+static int busy_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	int *proto = arg;
+	size_t len = 16 << 20;
+	char *a = malloc(len), *b = malloc(len);
+	coop_request_t *r[2];
+	coop_status_t st[2];
+	int flag = 0;
+
+	if (rank == 1) {
+		T_OK(coop_irecv(ctx, a, len, 0, 1, COMM, 0, &r[0]));
+		T_OK(coop_irecv(ctx, b, len, 0, 2, COMM, 0, &r[1]));
+	}
+	t_barrier(ctx, rank, size);
+	if (rank == 0) {
+		t_fill(a, len, 1);
+		t_fill(b, len, 2);
+		T_OK(coop_isend(ctx, a, len, 1, 1, COMM, 0, &r[0]));
+		/* until the engine has a's part (no engine: a completes) */
+		while (!flag && !t_sysfs_u64("dma_bytes"))
+			T_OK(coop_test(&r[0], &flag, &st[0]));
+		T_OK(coop_isend(ctx, b, len, 1, 2, COMM, 0, &r[1]));
+		if (flag)
+			r[0] = NULL;
+	}
+	T_OK(coop_waitall(2, r, st));
+	if (rank == 1) {
+		T_ASSERT(t_check(a, len, 1) < 0 && t_check(b, len, 2) < 0,
+			 "data");
+		proto[0] = st[0].protocol;
+		proto[1] = st[1].protocol;
+	}
+	free(a);
+	free(b);
+	return 0;
+}
+
+START_TEST(test_stripe_busy)
+{
+	static const char *const env[] = { "COOP_RNDV=stripe",
+		"COOP_OFFLOAD_BUSY=1", "COOP_STRIPE_RATIO=1", NULL };
+	int *proto = shared_alloc(4096);
+	int engine = t_engine_present();
+
+	ck_assert_int_eq(run_ranks(2, env, busy_rank, proto, 120, NULL), 0);
+	fprintf(stderr, "stripe busy: protocols %d, %d\n", proto[0],
+		proto[1]);
+	ck_assert_int_eq(proto[0], engine ? COOP_PROTOCOL_STRIPE :
+					    COOP_PROTOCOL_RPUT);
+	ck_assert_int_eq(proto[1], COOP_PROTOCOL_RPUT);
+	shared_free(proto, 4096);
 }
 END_TEST
 
@@ -297,5 +501,7 @@ TCase *tc_dma(void)
 	tcase_add_test(tc, test_dma_ioctl_path);
 	tcase_add_test(tc, test_dma_many);
 	tcase_add_test(tc, test_dma_overlap);
+	tcase_add_loop_test(tc, test_stripe_sizes, 0, NSTRIPE_CASES);
+	tcase_add_test(tc, test_stripe_busy);
 	return tc;
 }

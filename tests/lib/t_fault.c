@@ -120,8 +120,11 @@ static const char *const env_bounce[] = { "COOP_CMA=off", "COOP_SPIN=100",
 					  NULL };
 static const char *const env_dma[] = { "COOP_RNDV=dma", "COOP_SPIN=100",
 				       NULL };
+static const char *const env_stripe[] = { "COOP_RNDV=stripe",
+	"COOP_STRIPE_RATIO=1", "COOP_STRIPE_MIN=0", "COOP_SPIN=100", NULL };
 static const char *const *const envs[] = { env_rget, env_rput, env_rtr,
-					   env_coop, env_bounce, env_dma };
+					   env_coop, env_bounce, env_dma,
+					   env_stripe };
 
 START_TEST(test_killed_mid_rendezvous)
 {

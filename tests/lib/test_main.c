@@ -29,6 +29,8 @@ int main(void)
 	suite_add_tcase(s, tc_random());
 	suite_add_tcase(s, tc_fault());
 	suite_add_tcase(s, tc_dma());
+	suite_add_tcase(s, tc_sleep());
+	suite_add_tcase(s, tc_select());
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * proto_select.c - COOP-hybrid (COOP_RNDV=auto): which rendezvous
+ * protocol a message takes, decided by its receiver when the RTS meets
+ * the receive (seed 000, sec. II-B..II-D).  The sender cannot decide: it
+ * does not know whether a blocking or a nonblocking receive will match.
+ * It says in its RTS how it waits (PF_BLOCKING, PF_BUFFERED) and whether
+ * it has an offload engine (PF_ENGINE); the receiver's answer rides on
+ * the CTS it sends anyway (RGET: no CTS, the receiver just reads), so
+ * the choice costs no extra control message and both sides always agree.
+ *
+ * 1. COOP-coll, Table II: a side that blocks has a CPU with nothing
+ *    better to do, a side that returned wants it for computation:
+ *
+ *                         Recv (blocks)   Irecv
+ *      Send/Ssend/Rsend   COOP            RPUT
+ *      Isend              RGET            COOP-load
+ *      Bsend              RGET            RPUT
+ *
+ *    (Bsend returned after copying to the attached buffer; Rsend's row
+ *    is Send's: its receive is posted, RPUT writes at once.)
+ * 2. COOP-load, when neither blocks: each side's load is its pending
+ *    copy bytes (per-node counters) plus its decayed copy history
+ *    (below).  The receiver takes the share x of the n bytes that levels
+ *    both: Lr + x = Ls + n - x.  x near n: RGET, near 0: RPUT, else
+ *    COOP-p2p split at x (each side copies its range first, then helps
+ *    with the other's).  Both shares enter the pending counters at once,
+ *    the sender's by the receiver (precharge), so decisions taken
+ *    meanwhile elsewhere on the node see them.  When both block the
+ *    table's COOP is split the same way.
+ * 3. Offload striping: where the table leaves one CPU copying while the
+ *    sender's offload engine is idle (RPUT), the engine takes a share
+ *    (proto_stripe.c decides whether it may).
+ * Below COOP_COOP_MIN a message is RGET: one copier, no handshake.
+ *
+ * Why a history term: pending bytes only show work assigned at the
+ * instant of the decision; in an iterative exchange every queue is empty
+ * when an iteration starts, so the same ranks would be picked every
+ * time and the imbalance repeat.  The history (bytes copied, halving
+ * every COOP_LOAD_HISTORY ms; 0 = pending only, the paper's rule)
+ * carries it forward so choices even out over iterations, as a
+ * fair-share scheduler does.
+ */
+#include "coop_internal.h"
+
+/* A share below 1/SPLIT_PARTS of the message is not worth a second copier */
+#define SPLIT_PARTS 8
+#define SPLIT_ALIGN 4096ULL
+
+/* Rows of Table II: how the sender waits. */
+enum send_kind { SEND_BLOCKS, SEND_RETURNS, SEND_BUFFERED, SEND_KINDS };
+enum table_cell { CELL_COOP, CELL_RPUT, CELL_RGET, CELL_LOAD };
+
+static const enum table_cell table2[SEND_KINDS][2] = {
+	/*		  Irecv		Recv */
+	[SEND_BLOCKS]	= { CELL_RPUT,	CELL_COOP },
+	[SEND_RETURNS]	= { CELL_LOAD,	CELL_RGET },
+	[SEND_BUFFERED]	= { CELL_RPUT,	CELL_RGET },
+};
+
+static enum send_kind send_kind(uint8_t rts_flags)
+{
+	if (rts_flags & PF_BUFFERED)
+		return SEND_BUFFERED;
+	return rts_flags & PF_BLOCKING ? SEND_BLOCKS : SEND_RETURNS;
+}
+
+/* ---------------- loads ---------------- */
+
+/* v halved every half ns of dt; linear between halvings (within 6%). */
+static uint64_t decay(uint64_t v, uint64_t dt, uint64_t half)
+{
+	uint64_t k = dt / half;
+
+	if (k >= 64)
+		return 0;
+	v >>= k;
+	return (uint64_t)((double)v *
+			  (1.0 - 0.5 * (double)(dt % half) / (double)half));
+}
+
+void coop_load_history_add(struct coop_context *ctx, uint64_t n,
+			   uint64_t now)
+{
+	struct coop_seg_hdr *h = ctx->seg.hdr;
+	uint64_t half = ctx->cfg.load_history_ns, v;
+
+	if (!half || !h)
+		return;
+	v = decay(h->hist_bytes, now - h->hist_ns, half) + n;
+	__atomic_store_n(&h->hist_bytes, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->hist_ns, now, __ATOMIC_RELAXED);
+}
+
+static uint64_t history(const struct coop_seg_hdr *h, uint64_t half,
+			uint64_t now)
+{
+	uint64_t t, v;
+
+	if (!half || !h)
+		return 0;
+	t = __atomic_load_n(&h->hist_ns, __ATOMIC_RELAXED);
+	v = __atomic_load_n(&h->hist_bytes, __ATOMIC_RELAXED);
+	return decay(v, now > t ? now - t : 0, half);
+}
+
+uint64_t coop_load_score(struct coop_context *ctx, int rank, uint64_t now)
+{
+	const struct coopmpi_load_slot *ls =
+		ctx->prov.ops->load_slot(&ctx->prov, rank);
+	const struct coop_seg_hdr *h = rank == ctx->rank ?
+		ctx->seg.hdr : ctx->peers[rank].seg.hdr;
+	uint64_t pend = ls ? __atomic_load_n(&ls->pending_bytes,
+					     __ATOMIC_RELAXED) : 0;
+
+	if (pend >> 62)		/* a discharge overtook its charge */
+		pend = 0;
+	return pend + history(h, ctx->cfg.load_history_ns, now);
+}
+
+/* The receiver's share x of n that levels the loads: lr + x = ls + n - x */
+uint64_t coop_level_share(uint64_t ls, uint64_t lr, uint64_t n)
+{
+	double x = ((double)ls - (double)lr + (double)n) / 2;
+
+	if (x <= 0)
+		return 0;
+	return x >= (double)n ? n : (uint64_t)x;
+}
+
+static uint64_t clamp_split(uint64_t x, uint64_t n)
+{
+	uint64_t lo = n / SPLIT_PARTS, hi = n - n / SPLIT_PARTS;
+
+	x = (x + SPLIT_ALIGN / 2) & ~(SPLIT_ALIGN - 1);
+	return COOP_MIN(COOP_MAX(x, lo), hi);
+}
+
+/* COOP-load: RGET, RPUT or COOP split; force_coop: both block (CELL_COOP) */
+static enum coop_proto by_load(struct coop_context *ctx, int src, uint64_t n,
+			       int force_coop, uint64_t *split)
+{
+	uint64_t now = coop_now_ns();
+	uint64_t x = coop_level_share(coop_load_score(ctx, src, now),
+				 coop_load_score(ctx, ctx->rank, now), n);
+
+	if (!force_coop && x <= n / SPLIT_PARTS)
+		return PROTO_RPUT;
+	if (!force_coop && x >= n - n / SPLIT_PARTS)
+		return PROTO_RGET;
+	*split = clamp_split(x, n);
+	return PROTO_COOP;
+}
+
+enum coop_proto coop_select(struct coop_request *r,
+			    const struct coop_msgdesc *m, uint64_t *split)
+{
+	struct coop_context *ctx = r->ctx;
+	int recv_blocks = !!(r->flags & COOP_F_BLOCKING);
+	enum coop_proto p;
+
+	*split = r->xfer / 2;
+	if (r->xfer < ctx->cfg.coop_min)
+		return PROTO_RGET;
+	switch (table2[send_kind(m->flags)][recv_blocks]) {
+	case CELL_COOP:
+		return by_load(ctx, m->src, r->xfer, 1, split);
+	case CELL_RGET:
+		return PROTO_RGET;
+	case CELL_LOAD:
+		p = by_load(ctx, m->src, r->xfer, 0, split);
+		break;
+	case CELL_RPUT:
+	default:
+		p = PROTO_RPUT;
+	}
+	if (p == PROTO_RPUT && (m->flags & PF_ENGINE) &&
+	    coop_stripe_usable(ctx, r->xfer))
+		p = PROTO_STRIPE;
+	return p;
+}
+
+void coop_precharge(struct coop_context *ctx, int rank, int64_t bytes)
+{
+	struct coopmpi_load_slot *ls = ctx->prov.ops->load_slot(&ctx->prov,
+								 rank);
+
+	if (ls && bytes)
+		__atomic_fetch_add(&ls->pending_bytes, (uint64_t)bytes,
+				   __ATOMIC_RELAXED);
+}
