@@ -391,7 +391,9 @@ static void check_stripe(const struct stripe_case *c,
 			}
 		}
 	}
-	cpu = o->load[0].total_bytes;
+	/* the library's own count: the load counters' totals also hold the
+	 * copies that measured R */
+	cpu = o->stats[0].copy_bytes;
 	fprintf(stderr, "stripe: %llu bytes, engine %llu (%.0f%% of the "
 		"striped ones), sender's CPU %llu\n", (unsigned long long)all,
 		(unsigned long long)o->stats[0].offload_bytes, striped ?
