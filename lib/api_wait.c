@@ -49,9 +49,16 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 	return err;
 }
 
+/* One step of a caller blocked in a completion call; receives matched in
+ * it know their CPU has nothing else to do (proto_select.c). */
 static void progress_blocked(struct coop_context *ctx)
 {
-	if (coop_progress_once(ctx))
+	int n;
+
+	ctx->blocked = 1;
+	n = coop_progress_once(ctx);
+	ctx->blocked = 0;
+	if (n)
 		ctx->idle = 0;
 	else
 		coop_idle(ctx);

@@ -205,6 +205,7 @@ struct coop_context {
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	coop_stats_t stats;	/* coop_get_stats() */
 	unsigned idle;
+	int blocked;		/* inside a completion call's progress step */
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */
 	uint64_t last_check_ns;

@@ -18,7 +18,12 @@
  *      Bsend              RGET            RPUT
  *
  *    (Bsend returned after copying to the attached buffer; Rsend's row
- *    is Send's: its receive is posted, RPUT writes at once.)
+ *    is Send's: its receive is posted, RPUT writes at once.)  An Irecv
+ *    matched while its rank is blocked in a completion call (MPI_Wait*,
+ *    as a gather's root is) has a CPU with nothing else to do, so it
+ *    counts as a Recv - except against an Isend: both sides of an
+ *    exchange wait alike, and COOP-load, not the sender's "I will
+ *    compute", is what should decide there.
  * 2. COOP-load, when neither blocks: each side's load is its pending
  *    copy bytes (per-node counters) plus its decayed copy history
  *    (below).  The receiver takes the share x of the n bytes that levels
@@ -156,13 +161,16 @@ enum coop_proto coop_select(struct coop_request *r,
 			    const struct coop_msgdesc *m, uint64_t *split)
 {
 	struct coop_context *ctx = r->ctx;
+	enum send_kind kind = send_kind(m->flags);
 	int recv_blocks = !!(r->flags & COOP_F_BLOCKING);
 	enum coop_proto p;
 
 	*split = r->xfer / 2;
 	if (r->xfer < ctx->cfg.coop_min)
 		return PROTO_RGET;
-	switch (table2[send_kind(m->flags)][recv_blocks]) {
+	if (kind != SEND_RETURNS && ctx->blocked)
+		recv_blocks = 1;	/* matched inside a wait: idle CPU */
+	switch (table2[kind][recv_blocks]) {
 	case CELL_COOP:
 		return by_load(ctx, m->src, r->xfer, 1, split);
 	case CELL_RGET:

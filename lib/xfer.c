@@ -259,6 +259,9 @@ static int job_run(struct coop_context *ctx, struct coop_request *r)
 	return 1;
 }
 
+/* One chunk of the first job that can make progress; that job goes to
+ * the back, so concurrent jobs take turns and a job that only waits for
+ * its partner's chunks (COOP-p2p) notices their end behind a long one. */
 int coop_job_step(struct coop_context *ctx)
 {
 	struct dlist *pos, *tmp;
@@ -267,8 +270,13 @@ int coop_job_step(struct coop_context *ctx)
 		struct coop_request *r =
 			container_of(pos, struct coop_request, jlink);
 
-		if (job_run(ctx, r))
+		if (job_run(ctx, r)) {
+			if (r->job.queued) {
+				dlist_del(&r->jlink);
+				dlist_add_tail(&ctx->jobs, &r->jlink);
+			}
 			return 1;
+		}
 	}
 	return 0;
 }
