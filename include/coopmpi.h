@@ -94,7 +94,8 @@
  *                            on it (the driver's offload counters,
  *                            dma_bytes; seed 000 sec. II-B3): no new
  *                            striped transfer starts then, RPUT instead
- *                            (default 16 MiB; 1: any byte in flight;
+ *                            (default 4 MiB: about one striped message
+ *                            at a time; 1: any byte in flight;
  *                            0: never busy).
  *   COOP_OFFLOAD=0|1         1: auto mode uses the offload engine (as
  *                            dma) instead of COOP-p2p at and above

@@ -18,7 +18,7 @@
 #define DEF_SLEEP_US	10000	/* = the peer check period */
 #define DEF_BOOT	60
 #define DEF_STRIPE_MIN	(1u << 20)
-#define DEF_OFFLOAD_BUSY (16u << 20)
+#define DEF_OFFLOAD_BUSY (4u << 20)
 
 static const char *const rndv_names[] = {
 	[COOP_RNDV_AUTO] = "auto", [COOP_RNDV_RGET] = "rget",
