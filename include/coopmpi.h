@@ -60,7 +60,8 @@
  *                            RPUT, Isend+Recv RGET, Bsend+Recv RGET,
  *                            Bsend+Irecv RPUT; an Irecv matched while
  *                            its rank is blocked in a wait counts as a
- *                            Recv, except against an Isend) and, when
+ *                            Recv, except against an Isend, when the
+ *                            node has no more ranks than CPUs) and, when
  *                            neither blocks
  *                            (Isend+Irecv), by the two ranks' copy loads
  *                            (COOP-load: the less loaded side copies, or

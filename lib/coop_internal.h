@@ -206,6 +206,7 @@ struct coop_context {
 	coop_stats_t stats;	/* coop_get_stats() */
 	unsigned idle;
 	int blocked;		/* inside a completion call's progress step */
+	int undersubscribed;	/* no more ranks than CPUs on the node */
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */
 	uint64_t last_check_ns;

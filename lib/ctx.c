@@ -280,6 +280,9 @@ int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
 	if (!ctx->load)
 		coop_log(ctx->rank, "no load counters: copies are not "
 			 "accounted");
+	/* every rank of the job runs on this node: more of them than CPUs
+	 * and a waiting rank's CPU is not free (COOP-hybrid) */
+	ctx->undersubscribed = ctx->size <= sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->connected = 1;
 	if (ctx->cfg.verbose)
 		log_settings(ctx);

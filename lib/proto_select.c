@@ -23,7 +23,10 @@
  *    as a gather's root is) has a CPU with nothing else to do, so it
  *    counts as a Recv - except against an Isend: both sides of an
  *    exchange wait alike, and COOP-load, not the sender's "I will
- *    compute", is what should decide there.
+ *    compute", is what should decide there - and only when the node has
+ *    no more ranks than CPUs (else the waiting rank's CPU serves another
+ *    rank: the paper's hybrid also cooperates more only when the system
+ *    is under-subscribed).
  * 2. COOP-load, when neither blocks: each side's load is its pending
  *    copy bytes (per-node counters) plus its decayed copy history
  *    (below).  The receiver takes the share x of the n bytes that levels
@@ -168,7 +171,7 @@ enum coop_proto coop_select(struct coop_request *r,
 	*split = r->xfer / 2;
 	if (r->xfer < ctx->cfg.coop_min)
 		return PROTO_RGET;
-	if (kind != SEND_RETURNS && ctx->blocked)
+	if (kind != SEND_RETURNS && ctx->blocked && ctx->undersubscribed)
 		recv_blocks = 1;	/* matched inside a wait: idle CPU */
 	switch (table2[kind][recv_blocks]) {
 	case CELL_COOP:
