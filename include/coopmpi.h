@@ -65,7 +65,8 @@
  *                            neither blocks
  *                            (Isend+Irecv), by the two ranks' copy loads
  *                            (COOP-load: the less loaded side copies, or
- *                            both with a split that levels the loads);
+ *                            both with a split that levels the loads -
+ *                            no split with more ranks than CPUs);
  *                            RPUT becomes offload striping when the
  *                            sender has an idle engine.  Below
  *                            COOP_COOP_MIN: RGET.

@@ -35,7 +35,9 @@
  *    with the other's).  Both shares enter the pending counters at once,
  *    the sender's by the receiver (precharge), so decisions taken
  *    meanwhile elsewhere on the node see them.  When both block the
- *    table's COOP is split the same way.
+ *    table's COOP is split the same way.  On a node with more ranks than
+ *    CPUs a second copier adds no CPU, only its overhead: the message
+ *    goes whole to the side that x favours.
  * 3. Offload striping: where the table leaves one CPU copying while the
  *    sender's offload engine is idle (RPUT), the engine takes a share
  *    (proto_stripe.c decides whether it may).
@@ -152,6 +154,8 @@ static enum coop_proto by_load(struct coop_context *ctx, int src, uint64_t n,
 	uint64_t x = coop_level_share(coop_load_score(ctx, src, now),
 				 coop_load_score(ctx, ctx->rank, now), n);
 
+	if (!force_coop && !ctx->undersubscribed)	/* one copier */
+		return x >= n / 2 ? PROTO_RGET : PROTO_RPUT;
 	if (!force_coop && x <= n / SPLIT_PARTS)
 		return PROTO_RPUT;
 	if (!force_coop && x >= n - n / SPLIT_PARTS)
