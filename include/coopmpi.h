@@ -68,7 +68,8 @@
  *                            both with a split that levels the loads -
  *                            no split with more ranks than CPUs);
  *                            RPUT becomes offload striping when the
- *                            sender has an idle engine.  Below
+ *                            sender has an idle hardware engine (a soft
+ *                            one only with COOP_STRIPE_RATIO set).  Below
  *                            COOP_COOP_MIN: RGET.
  *                            dma: RPUT by the provider's offload engine
  *                            (kmod: the driver's DMA channel, through

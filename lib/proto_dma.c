@@ -127,6 +127,16 @@ void coop_dma_init(struct coop_context *ctx)
 		return;		/* nothing will ask for the engine */
 	if (ops->offload_info)
 		rc = ops->offload_info(&ctx->prov, &info);
+	if (!rc && !*why && ctx->stripe_ratio < 0 &&
+	    !strcmp(info.engine, "soft")) {
+		/* kernel threads copying on the node's own CPUs: striping
+		 * onto them adds no bandwidth, only takes CPUs from ranks */
+		if (ctx->cfg.verbose)
+			coop_log(ctx->rank, "auto: soft offload engine not "
+				 "used for striping (set COOP_STRIPE_RATIO to "
+				 "force it)");
+		return;
+	}
 	if (!rc && dma_get(ctx)) {
 		ctx->dma->engine = 1;
 		ctx->dma->max_length = info.max_length;
