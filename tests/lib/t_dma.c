@@ -68,21 +68,28 @@ struct outcome {
 	coop_load_t load[2];
 };
 
+/* Rank 0, before anyone finalized (kmod clears a closed endpoint's load
+ * slot): the provider and both ranks' load counters. */
+static void record_loads(coop_context_t *ctx, char *prov, size_t len,
+			 coop_load_t load[2])
+{
+	int i;
+
+	snprintf(prov, len, "%s", coop_provider_name(ctx));
+	for (i = 0; i < 2; i++)
+		T_OK(coop_get_load(ctx, i, &load[i]));
+}
+
 static int sizes_load_rank(coop_context_t *ctx, int rank, int size,
 			   void *arg)
 {
 	static const size_t max = MAX_SIZE;
 	struct outcome *o = arg;
-	int i;
 
 	proto_sizes_rank(ctx, rank, size, (void *)&max);
 	t_barrier(ctx, rank, size);
-	if (rank == 0) {
-		snprintf(o->prov, sizeof(o->prov), "%s",
-			 coop_provider_name(ctx));
-		for (i = 0; i < 2; i++)
-			T_OK(coop_get_load(ctx, i, &o->load[i]));
-	}
+	if (rank == 0)
+		record_loads(ctx, o->prov, sizeof(o->prov), o->load);
 	t_barrier(ctx, rank, size);
 	return 0;
 }
@@ -351,12 +358,8 @@ static int stripe_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		stripe_phase(ctx, rank, size, p, phase, o->proto[rank][phase]);
 	t_barrier(ctx, rank, size);
 	T_OK(coop_get_stats(ctx, &o->stats[rank]));
-	if (rank == 0) {
-		snprintf(o->prov, sizeof(o->prov), "%s",
-			 coop_provider_name(ctx));
-		for (i = 0; i < 2; i++)
-			T_OK(coop_get_load(ctx, i, &o->load[i]));
-	}
+	if (rank == 0)
+		record_loads(ctx, o->prov, sizeof(o->prov), o->load);
 	t_barrier(ctx, rank, size);
 	for (i = 0; i < NSTRIPE; i++)
 		free(base[i]);
