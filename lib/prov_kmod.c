@@ -215,8 +215,13 @@ static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg)
 	if (unlikely(pe->dead))
 		return -EPIPE;
 	rc = coop_ring_enqueue(&pe->ring, msg);
-	if (unlikely(rc > 0))
-		rc = kmod_doorbell(k, pe->ep_id) == -ENXIO ? -EPIPE : 0;
+	if (unlikely(rc > 0)) {
+		/* The message is in the ring: the peer may have read it
+		 * and closed (-ENXIO) before the doorbell.  A peer that is
+		 * really gone shows as closed to peer_alive. */
+		kmod_doorbell(k, pe->ep_id);
+		rc = 0;
+	}
 	return rc;
 }
 
