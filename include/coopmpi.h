@@ -58,10 +58,10 @@
  *                            COOP_COOP_MIN on by who blocks (seed 000's
  *                            Table II: Send+Recv COOP-p2p, Send+Irecv
  *                            RPUT, Isend+Recv RGET, Bsend+Recv RGET,
- *                            Bsend+Irecv RPUT; an Irecv matched while
- *                            its rank is blocked in a wait counts as a
- *                            Recv, except against an Isend, when the
- *                            node has no more ranks than CPUs) and, when
+ *                            Bsend+Irecv RPUT; RGET and RPUT run
+ *                            "assisted": the other side helps copying
+ *                            when it sits idle in a wait, on a node with
+ *                            no more ranks than CPUs) and, when
  *                            neither blocks
  *                            (Isend+Irecv), by the two ranks' copy loads
  *                            (COOP-load: the less loaded side copies, or

@@ -49,8 +49,8 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 	return err;
 }
 
-/* One step of a caller blocked in a completion call; receives matched in
- * it know their CPU has nothing else to do (proto_select.c). */
+/* One step of a caller blocked in a completion call: its CPU has nothing
+ * else to do, so assisting copy jobs may take chunks (xfer.c). */
 static void progress_blocked(struct coop_context *ctx)
 {
 	int n;

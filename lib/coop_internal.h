@@ -55,6 +55,8 @@ struct coop_job {
 	uint64_t cursor;	/* private claim cursor */
 	struct coop_work_slot *shared;	/* COOP: shared work slot, or NULL */
 	uint8_t side;		/* COOP: 0 receiver's range first, 1 sender's */
+	uint8_t help_only;	/* COOP: our range is empty (assisted RGET or
+				 * RPUT): we take chunks only when idle */
 	uint64_t charge;	/* bytes still in our load slot's pending_bytes */
 	int own_slot;		/* COOP receiver: index of that slot (ours) */
 	uint64_t done;		/* bytes this side copied */
@@ -127,6 +129,7 @@ struct coop_request {
 	int peer_slot;		/* COOP sender: the receiver's work slot, -1 */
 	int nslot;		/* DMA receive: our notification slot, -1 */
 	uint64_t xfer;		/* bytes moved by the rendezvous */
+	uint64_t split;		/* COOP: the receiver's range is [0, split) */
 	uint64_t frag_done;	/* receive: bounce bytes copied out */
 	struct coop_rkey lkey;	/* our region (registered) */
 	struct coop_job job;
@@ -205,7 +208,8 @@ struct coop_context {
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	coop_stats_t stats;	/* coop_get_stats() */
 	unsigned idle;
-	int blocked;		/* inside a completion call's progress step */
+	int blocked;		/* inside a completion call's progress step:
+				 * assisting jobs may copy (xfer.c) */
 	int undersubscribed;	/* no more ranks than CPUs on the node */
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */
@@ -259,6 +263,9 @@ COOP_HIDDEN void coop_job_start(struct coop_request *r, int kind, int peer,
 				char *local, const struct coop_rkey *key,
 				uint64_t len, struct coop_work_slot *shared,
 				uint64_t chunk);
+/* One chunk of copy work: 1 if some job made progress.  Jobs that only
+ * assist (help_only) take chunks when ctx->blocked and no job of ours
+ * has work of its own. */
 COOP_HIDDEN int coop_job_step(struct coop_context *ctx);
 COOP_HIDDEN void coop_job_cancel(struct coop_request *r);
 /* A cooperative job whose bytes are all copied ends normally, even if

@@ -219,6 +219,7 @@ static int start_coop(struct coop_request *r, const struct coop_msgdesc *m,
 		coop_seg_work_free(&ctx->seg, (uint32_t)slot, m->src);
 		return rc;
 	}
+	r->split = split;
 	start_read(r, m, &ctx->seg.work[slot], chunk);
 	r->job.own_slot = slot;
 	return COOP_SUCCESS;
@@ -334,6 +335,7 @@ void coop_rndv_on_cts(struct coop_context *ctx, const struct coop_pkt_cts *p)
 	}
 	s->peer_slot = (int)p->slot;
 	s->proto = PROTO_COOP;
+	s->split = pseg->work[p->slot].split;
 	s->pending |= EV_LOCAL;
 	coop_job_start(s, JOB_WRITE, s->peer, s->buf, &p->key, s->xfer,
 		       &pseg->work[p->slot], p->chunk);

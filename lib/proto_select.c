@@ -18,15 +18,14 @@
  *      Bsend              RGET            RPUT
  *
  *    (Bsend returned after copying to the attached buffer; Rsend's row
- *    is Send's: its receive is posted, RPUT writes at once.)  An Irecv
- *    matched while its rank is blocked in a completion call (MPI_Wait*,
- *    as a gather's root is) has a CPU with nothing else to do, so it
- *    counts as a Recv - except against an Isend: both sides of an
- *    exchange wait alike, and COOP-load, not the sender's "I will
- *    compute", is what should decide there - and only when the node has
- *    no more ranks than CPUs (else the waiting rank's CPU serves another
- *    rank: the paper's hybrid also cooperates more only when the system
- *    is under-subscribed).
+ *    is Send's: its receive is posted, RPUT writes at once.)  The table
+ *    guesses from the calls who will be idle; RGET and RPUT are run
+ *    "assisted" (a COOP-p2p work slot whose split gives the copier
+ *    everything), so the other side helps if it turns out idle after
+ *    all - blocked in a wait with no copy of its own, as a scatter's or
+ *    a gather's root is.  Only on a node with no more ranks than CPUs:
+ *    else a waiting rank's CPU serves another rank (the paper's hybrid
+ *    also cooperates more only when the system is under-subscribed).
  * 2. COOP-load, when neither blocks: each side's load is its pending
  *    copy bytes (per-node counters) plus its decayed copy history
  *    (below).  The receiver takes the share x of the n bytes that levels
@@ -164,35 +163,57 @@ static enum coop_proto by_load(struct coop_context *ctx, int src, uint64_t n,
 	return PROTO_COOP;
 }
 
-enum coop_proto coop_select(struct coop_request *r,
-			    const struct coop_msgdesc *m, uint64_t *split)
+/*
+ * RGET or RPUT through a work slot split at the end or the start: the
+ * copier's range is everything, and the other side, when it is blocked
+ * in a wait with no copy of its own to do, helps from its end (xfer.c).
+ * Only on a node with a CPU per rank: else a waiting rank's CPU serves
+ * another rank.
+ */
+static enum coop_proto assisted(const struct coop_context *ctx,
+				enum coop_proto p, uint64_t n,
+				uint64_t *split)
+{
+	if (!ctx->undersubscribed || (p != PROTO_RGET && p != PROTO_RPUT))
+		return p;
+	*split = p == PROTO_RGET ? n : 0;
+	return PROTO_COOP;
+}
+
+static enum coop_proto table_choice(struct coop_request *r,
+				    const struct coop_msgdesc *m,
+				    uint64_t *split)
 {
 	struct coop_context *ctx = r->ctx;
-	enum send_kind kind = send_kind(m->flags);
 	int recv_blocks = !!(r->flags & COOP_F_BLOCKING);
-	enum coop_proto p;
 
-	*split = r->xfer / 2;
-	if (r->xfer < ctx->cfg.coop_min)
-		return PROTO_RGET;
-	if (kind != SEND_RETURNS && ctx->blocked && ctx->undersubscribed)
-		recv_blocks = 1;	/* matched inside a wait: idle CPU */
-	switch (table2[kind][recv_blocks]) {
+	switch (table2[send_kind(m->flags)][recv_blocks]) {
 	case CELL_COOP:
 		return by_load(ctx, m->src, r->xfer, 1, split);
 	case CELL_RGET:
 		return PROTO_RGET;
 	case CELL_LOAD:
-		p = by_load(ctx, m->src, r->xfer, 0, split);
-		break;
+		return by_load(ctx, m->src, r->xfer, 0, split);
 	case CELL_RPUT:
 	default:
-		p = PROTO_RPUT;
+		return PROTO_RPUT;
 	}
+}
+
+enum coop_proto coop_select(struct coop_request *r,
+			    const struct coop_msgdesc *m, uint64_t *split)
+{
+	struct coop_context *ctx = r->ctx;
+	enum coop_proto p;
+
+	*split = r->xfer / 2;
+	if (r->xfer < ctx->cfg.coop_min)
+		return PROTO_RGET;
+	p = table_choice(r, m, split);
 	if (p == PROTO_RPUT && (m->flags & PF_ENGINE) &&
 	    coop_stripe_usable(ctx, r->xfer))
-		p = PROTO_STRIPE;
-	return p;
+		return PROTO_STRIPE;
+	return assisted(ctx, p, r->xfer, split);
 }
 
 void coop_precharge(struct coop_context *ctx, int rank, int64_t bytes)

@@ -70,6 +70,7 @@ void coop_req_activate(struct coop_request *r)
 	r->peer_slot = -1;
 	r->nslot = -1;
 	r->xfer = r->frag_done = 0;
+	r->split = 0;
 	r->proto = PROTO_NONE;
 	memset(&r->job, 0, sizeof(r->job));
 	r->status.source = r->peer;
@@ -108,6 +109,11 @@ static void req_account(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 	int p = r->proto < COOP_PROTOCOL_COUNT ? r->proto : PROTO_NONE;
+
+	if (p == PROTO_COOP && r->split >= r->xfer)	/* assisted RGET */
+		p = PROTO_RGET;
+	else if (p == PROTO_COOP && !r->split)		/* assisted RPUT */
+		p = PROTO_RPUT;
 
 	r->status.protocol = p;
 	if (p == PROTO_NONE || r->err)

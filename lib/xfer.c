@@ -58,6 +58,7 @@ void coop_job_start(struct coop_request *r, int kind, int peer, char *local,
 	j->own_slot = -1;
 	j->chunk = chunk ? chunk : ctx->cfg.chunk;
 	j->charge = job_share(j);
+	j->help_only = shared && !j->charge;
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &r->jlink);
 	if (ctx->load) {
@@ -140,16 +141,18 @@ static uint64_t claim_range(struct coop_job *j, int side, uint64_t *n)
 	return off;
 }
 
-/* Claim the next chunk: its offset, or UINT64_MAX when all are claimed.
- * Cooperative jobs take their own range first, then help with the
- * partner's. */
-static uint64_t job_claim(struct coop_job *j, uint64_t *n)
+/* Claim the next chunk: its offset, or UINT64_MAX when none is to be
+ * had.  Cooperative jobs take their own range first, then help with the
+ * partner's (a help_only job only when help is allowed). */
+static uint64_t job_claim(struct coop_job *j, uint64_t *n, int help)
 {
 	uint64_t off;
 
 	if (j->shared) {
 		off = claim_range(j, j->side, n);
-		return off != UINT64_MAX ? off : claim_range(j, !j->side, n);
+		if (off != UINT64_MAX || (j->help_only && !help))
+			return off;
+		return claim_range(j, !j->side, n);
 	}
 	off = j->cursor;
 	if (off >= j->len)
@@ -209,7 +212,7 @@ static void job_finish(struct coop_request *r)
 }
 
 /* One chunk of job r: 1 progress made, 0 stalled. */
-static int job_run(struct coop_context *ctx, struct coop_request *r)
+static int job_run(struct coop_context *ctx, struct coop_request *r, int help)
 {
 	struct coop_job *j = &r->job;
 	uint64_t n = 0, off;
@@ -233,7 +236,7 @@ static int job_run(struct coop_context *ctx, struct coop_request *r)
 		job_finish(r);
 		return 1;
 	}
-	off = job_claim(j, &n);
+	off = job_claim(j, &n, help);
 	if (off == UINT64_MAX) {
 		/* cooperative: done when the partner's chunks are in too */
 		if (j->shared && __atomic_load_n(&j->shared->done,
@@ -261,8 +264,9 @@ static int job_run(struct coop_context *ctx, struct coop_request *r)
 
 /* One chunk of the first job that can make progress; that job goes to
  * the back, so concurrent jobs take turns and a job that only waits for
- * its partner's chunks (COOP-p2p) notices their end behind a long one. */
-int coop_job_step(struct coop_context *ctx)
+ * its partner's chunks (COOP-p2p) notices their end behind a long one.
+ * help: assisting jobs may take chunks of their partner's range too. */
+static int job_pass(struct coop_context *ctx, int help)
 {
 	struct dlist *pos, *tmp;
 
@@ -270,7 +274,7 @@ int coop_job_step(struct coop_context *ctx)
 		struct coop_request *r =
 			container_of(pos, struct coop_request, jlink);
 
-		if (job_run(ctx, r)) {
+		if (job_run(ctx, r, help)) {
 			if (r->job.queued) {
 				dlist_del(&r->jlink);
 				dlist_add_tail(&ctx->jobs, &r->jlink);
@@ -279,4 +283,9 @@ int coop_job_step(struct coop_context *ctx)
 		}
 	}
 	return 0;
+}
+
+int coop_job_step(struct coop_context *ctx)
+{
+	return job_pass(ctx, 0) || (ctx->blocked && job_pass(ctx, 1));
 }

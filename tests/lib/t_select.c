@@ -2,8 +2,9 @@
 /*
  * t_select.c - COOP-hybrid (COOP_RNDV=auto) decisions:
  *   - every cell of seed 000's Table II (send kind x blocking or not
- *     receive) takes its protocol, seen the same by both sides, and an
- *     Irecv matched inside a wait counts as a Recv (not against Isend);
+ *     receive) takes its protocol, seen the same by both sides;
+ *   - an assisted RGET: the sender, idle in its wait, copies the message
+ *     while the receiver computes;
  *   - COOP-load: the side with the smaller pending copy load copies, and
  *     the leveling rule itself;
  *   - COOP-chunked: a small message, and a rendezvous one, get through
@@ -59,17 +60,12 @@ static const struct cell cells[] = {
 	{ "Ssend/Irecv", COOP_SEND_SYNC | BLK, 0, COOP_PROTOCOL_RPUT, 0 },
 	{ "Rsend/Recv", COOP_SEND_READY | BLK, BLK, COOP_PROTOCOL_COOP, 0 },
 	{ "Rsend/Irecv", COOP_SEND_READY | BLK, 0, COOP_PROTOCOL_RPUT, 0 },
-	/* an Irecv matched inside a wait counts as a Recv (not vs Isend) */
-	{ "Send/Irecv+Wait", COOP_SEND_STANDARD | BLK, 0, COOP_PROTOCOL_COOP,
-	  1 },
-	{ "Bsend/Irecv+Wait", COOP_SEND_BUFFERED | BLK, 0, COOP_PROTOCOL_RGET,
+	/* completing the Irecv in a wait (an idle receiver may assist the
+	 * copier) does not change the protocol */
+	{ "Send/Irecv+Wait", COOP_SEND_STANDARD | BLK, 0, COOP_PROTOCOL_RPUT,
 	  1 },
 	{ "Isend/Irecv+Wait", COOP_SEND_STANDARD, 0, COOP_PROTOCOL_COOP, 1 },
 };
-/* The +Wait cells of Send and Bsend on a node with fewer CPUs than the
- * two ranks: the plain Irecv cells. */
-static const int wait_oversubscribed[] = { [10] = COOP_PROTOCOL_RPUT,
-					   [11] = COOP_PROTOCOL_RPUT };
 #define NCELLS (int)(sizeof(cells) / sizeof(cells[0]))
 
 static void cell_send(coop_context_t *ctx, const struct cell *c, char *buf)
@@ -148,13 +144,9 @@ START_TEST(test_table2)
 {
 	const char *const *env = env_cpu;	/* the table itself */
 
-	struct cell c = cells[_i];
-
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 && _i < 12 &&
-	    wait_oversubscribed[_i])
-		c.expect = wait_oversubscribed[_i];
-	fprintf(stderr, "table II: %s\n", c.name);
-	ck_assert_int_eq(run_ranks(2, env, cell_rank, &c, 60, NULL), 0);
+	fprintf(stderr, "table II: %s\n", cells[_i].name);
+	ck_assert_int_eq(run_ranks(2, env, cell_rank, (void *)&cells[_i], 60,
+				   NULL), 0);
 }
 END_TEST
 
@@ -172,6 +164,62 @@ START_TEST(test_hybrid_stripes)
 	fprintf(stderr, "hybrid: Send/Irecv %s\n", t_engine_present() ?
 		"with an offload engine: STRIPE" : "without engine: RPUT");
 	ck_assert_int_eq(run_ranks(2, env, cell_rank, &c, 60, NULL), 0);
+}
+END_TEST
+
+/*
+ * Isend/Recv is RGET, run assisted: the receiver matches (the RTS is
+ * there already) and then computes without calling the library; the
+ * sender, blocked in its wait with nothing else to copy, takes the
+ * receiver's chunks and completes before the receiver is back.  With
+ * fewer CPUs than ranks there is no assisting: the sender waits for it.
+ */
+static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	volatile int *back = arg;	/* the receiver's computing ended */
+	int idle_cpu = sysconf(_SC_NPROCESSORS_ONLN) >= size;
+	char *buf = malloc(CELL_LEN);
+	coop_request_t *r;
+	coop_status_t st;
+	coop_stats_t stats;
+
+	t_fill(buf, CELL_LEN, 9);
+	t_barrier(ctx, rank, size);
+	if (rank == 0) {
+		T_OK(coop_isend(ctx, buf, CELL_LEN, 1, 0, COMM, 0, &r));
+		T_OK(coop_wait(&r, &st));
+		T_OK(coop_get_stats(ctx, &stats));
+		if (idle_cpu) {
+			T_ASSERT(!*back, "the sender waited for the receiver");
+			T_ASSERT(stats.copy_bytes == CELL_LEN, "sender copied "
+				 "%llu bytes", (unsigned long long)
+				 stats.copy_bytes);
+		}
+	} else {
+		memset(buf, 0, CELL_LEN);
+		sleep_ms(50 * t_time_scale());	/* the RTS comes in */
+		T_OK(coop_irecv(ctx, buf, CELL_LEN, 0, 0, COMM,
+				COOP_F_BLOCKING, &r));
+		sleep_ms(500 * t_time_scale());	/* "compute" */
+		*back = 1;
+		T_OK(coop_wait(&r, &st));
+		T_ASSERT(st.protocol == COOP_PROTOCOL_RGET, "took %d",
+			 st.protocol);
+		T_ASSERT(t_check(buf, CELL_LEN, 9) < 0, "data");
+	}
+	t_barrier(ctx, rank, size);
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_idle_sender_assists)
+{
+	int *back = shared_alloc(sizeof(int));
+
+	*back = 0;
+	ck_assert_int_eq(run_ranks(2, env_cpu, assist_rank, back, 60, NULL),
+			 0);
+	shared_free(back, sizeof(int));
 }
 END_TEST
 
@@ -327,6 +375,7 @@ TCase *tc_select(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_table2, 0, NCELLS);
+	tcase_add_test(tc, test_idle_sender_assists);
 	tcase_add_test(tc, test_hybrid_stripes);
 	tcase_add_test(tc, test_level_rule);
 	tcase_add_test(tc, test_lower_load_copies);
