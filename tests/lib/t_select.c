@@ -197,7 +197,8 @@ static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		}
 	} else {
 		memset(buf, 0, CELL_LEN);
-		sleep_ms(50 * t_time_scale());	/* the RTS comes in */
+		/* the RTS is in: the receive matches as it is posted */
+		T_OK(coop_probe(ctx, 0, 0, COMM, &st));
 		T_OK(coop_irecv(ctx, buf, CELL_LEN, 0, 0, COMM,
 				COOP_F_BLOCKING, &r));
 		sleep_ms(500 * t_time_scale());	/* "compute" */
