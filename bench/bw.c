@@ -36,12 +36,13 @@ static void window(coop_context_t *ctx, int rank, char *buf, size_t size,
 		CHECK(coop_send(ctx, &ack, sizeof(ack), 0, 3, BENCH_COMM, 0));
 }
 
-static double one_run(coop_context_t *ctx, int rank, char *buf, size_t size,
-		      int iters, int warm, int win)
+static double one_run(coop_context_t *ctx, int rank, char *buf, char *unused,
+		      size_t size, int iters, int win)
 {
 	double t0 = 0;
-	int i;
+	int i, warm = 2;
 
+	(void)unused;
 	barrier2(ctx, rank);
 	for (i = 0; i < warm + iters; i++) {
 		if (i == warm)
@@ -53,31 +54,12 @@ static double one_run(coop_context_t *ctx, int rank, char *buf, size_t size,
 
 int main(int argc, char **argv)
 {
-	coop_context_t *ctx;
+	static const struct bench_pair b = {
+		"bw", "%zu %.1f\n", { 100, 20, 4 }, 0, one_run
+	};
 	struct bench_args a = { .reps = 7, .win = 64 };
-	int rank, size, s, r;
-	double v[64];
 
-	if (bench_parse_args(argc, argv, &a, def_sizes,
-			     (int)(sizeof(def_sizes) / sizeof(def_sizes[0]))))
-		return 2;
-	ctx = bench_init(&rank, &size);
-	if (size != 2) {
-		fprintf(stderr, "bw: run with exactly 2 ranks\n");
-		return 2;
-	}
-	for (s = 0; s < a.nsizes; s++) {
-		char *buf = bench_alloc(a.sizes[s]);
-		int it = bench_iters(&a, a.sizes[s], 100, 20, 4);
-
-		for (r = 0; r < a.reps; r++)
-			v[r] = one_run(ctx, rank, buf, a.sizes[s], it, 2, a.win);
-		if (rank == 0)
-			printf("%zu %.1f\n", a.sizes[s], median(v, a.reps));
-		fflush(stdout);
-		free(buf);
-	}
-	barrier2(ctx, rank);
-	CHECK(coop_finalize(ctx));
-	return 0;
+	return bench_pair_main(argc, argv, a, def_sizes,
+			       (int)(sizeof(def_sizes) / sizeof(def_sizes[0])),
+			       &b);
 }

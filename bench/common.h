@@ -201,4 +201,53 @@ static inline coop_context_t *bench_init(int *rank, int *size)
 	return ctx;
 }
 
+/*
+ * A two-rank benchmark: run() measures one repeat of size bytes (iters
+ * timed iterations after its own warm-up) and returns its value; the
+ * driver prints "size value" with fmt, the median over the repeats.
+ */
+struct bench_pair {
+	const char *name;
+	const char *fmt;		/* e.g. "%zu %.1f\n" */
+	int iters[3];			/* bench_iters(): small, medium, large */
+	int two_buffers;		/* run() needs rbuf too */
+	double (*run)(coop_context_t *ctx, int rank, char *sbuf, char *rbuf,
+		      size_t size, int iters, int win);
+};
+
+static inline int bench_pair_main(int argc, char **argv,
+				  struct bench_args a, const size_t *def,
+				  int ndef, const struct bench_pair *b)
+{
+	coop_context_t *ctx;
+	int rank, size, s, r;
+	double v[64];
+
+	if (bench_parse_args(argc, argv, &a, def, ndef))
+		return 2;
+	ctx = bench_init(&rank, &size);
+	if (size != 2) {
+		fprintf(stderr, "%s: run with exactly 2 ranks\n", b->name);
+		return 2;
+	}
+	for (s = 0; s < a.nsizes; s++) {
+		size_t n = a.sizes[s];
+		char *sbuf = bench_alloc(n);
+		char *rbuf = b->two_buffers ? bench_alloc(n) : NULL;
+		int it = bench_iters(&a, n, b->iters[0], b->iters[1],
+				     b->iters[2]);
+
+		for (r = 0; r < a.reps; r++)
+			v[r] = b->run(ctx, rank, sbuf, rbuf, n, it, a.win);
+		if (rank == 0)
+			printf(b->fmt, n, median(v, a.reps));
+		fflush(stdout);
+		free(sbuf);
+		free(rbuf);
+	}
+	barrier2(ctx, rank);
+	CHECK(coop_finalize(ctx));
+	return 0;
+}
+
 #endif

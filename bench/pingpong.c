@@ -12,12 +12,14 @@
 static const size_t def_sizes[] = { 0, 1, 8, 64, 512, 4096, 16384, 65536,
 				    262144, 1048576, 4194304 };
 
-static double one_run(coop_context_t *ctx, int rank, char *buf, size_t size,
-		      int iters, int warm)
+static double one_run(coop_context_t *ctx, int rank, char *buf, char *unused,
+		      size_t size, int iters, int win)
 {
-	int peer = 1 - rank, i;
+	int peer = 1 - rank, i, warm = iters / 10 + 1;
 	double t0 = 0;
 
+	(void)unused;
+	(void)win;
 	barrier2(ctx, rank);
 	for (i = 0; i < warm + iters; i++) {
 		if (i == warm)
@@ -37,31 +39,12 @@ static double one_run(coop_context_t *ctx, int rank, char *buf, size_t size,
 
 int main(int argc, char **argv)
 {
-	coop_context_t *ctx;
+	static const struct bench_pair b = {
+		"pingpong", "%zu %.3f\n", { 10000, 500, 50 }, 0, one_run
+	};
 	struct bench_args a = { .reps = 11, .win = 0 };
-	int rank, size, s, r;
-	double v[64];
 
-	if (bench_parse_args(argc, argv, &a, def_sizes,
-			     (int)(sizeof(def_sizes) / sizeof(def_sizes[0]))))
-		return 2;
-	ctx = bench_init(&rank, &size);
-	if (size != 2) {
-		fprintf(stderr, "pingpong: run with exactly 2 ranks\n");
-		return 2;
-	}
-	for (s = 0; s < a.nsizes; s++) {
-		char *buf = bench_alloc(a.sizes[s]);
-		int it = bench_iters(&a, a.sizes[s], 10000, 500, 50);
-
-		for (r = 0; r < a.reps; r++)
-			v[r] = one_run(ctx, rank, buf, a.sizes[s], it, it / 10 + 1);
-		if (rank == 0)
-			printf("%zu %.3f\n", a.sizes[s], median(v, a.reps));
-		fflush(stdout);
-		free(buf);
-	}
-	barrier2(ctx, rank);
-	CHECK(coop_finalize(ctx));
-	return 0;
+	return bench_pair_main(argc, argv, a, def_sizes,
+			       (int)(sizeof(def_sizes) / sizeof(def_sizes[0])),
+			       &b);
 }
