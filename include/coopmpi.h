@@ -86,10 +86,13 @@
  *                            is none.
  *   COOP_STRIPE_RATIO=R      offload striping's R = engine bandwidth / CPU
  *                            bandwidth (a float; 0: never stripe, also
- *                            not in auto mode).  Default: measured once,
- *                            at the first striped send (a 4 MiB memcpy
- *                            against an engine copy; COOP_VERBOSE logs
- *                            both and R).  Need not agree across ranks.
+ *                            not in auto mode).  Default: measured at
+ *                            the first striped send (4 MiB through the
+ *                            CPU copy path against an engine copy;
+ *                            COOP_VERBOSE logs both and R), then moved
+ *                            a quarter of the way towards the rates each
+ *                            striped send's two parts reach side by
+ *                            side.  Need not agree across ranks.
  *   COOP_STRIPE_MIN=bytes    smaller messages are not striped (default
  *                            1 MiB).
  *   COOP_OFFLOAD_BUSY=bytes  the offload engine counts as busy while the

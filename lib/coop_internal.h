@@ -135,6 +135,8 @@ struct coop_request {
 	struct coop_job job;
 	struct coop_job ejob;	/* STRIPE sender: the offload engine's part */
 	struct dlist elink;	/* proto_dma.c's striped sends (ejob) */
+	uint64_t stripe_ns[3];	/* STRIPE sender: start, CPU part's end,
+				 * engine part's end (R adaptation) */
 	coop_status_t status;
 	void *bblock;		/* buffered send: block in attached buffer */
 	int err;		/* first error */

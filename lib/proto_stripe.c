@@ -17,7 +17,8 @@
  * the provider's CPU copy path (the driver's COPY ioctl with kmod, which
  * pins and maps pages: much slower than a memcpy) against an engine copy
  * of CALIB_BYTES into a region of our own (both accept any region of the
- * domain, ours too), best of CALIB_ROUNDS each.
+ * domain, ours too), best of CALIB_ROUNDS each; then adapted from each
+ * striped send's two parts (adapt_ratio).
  *
  * Adaptive offload (sec. II-B3): the driver counts the engine's bytes in
  * flight node-wide (offload counters, dma_bytes); from COOP_OFFLOAD_BUSY
@@ -147,11 +148,37 @@ static uint64_t cpu_part(double r, uint64_t n)
 
 /* ---------------- sender ---------------- */
 
+/*
+ * A measured R follows what striped sends see: each one that completes
+ * with both parts gives the engine's and the CPU's rates while they ran
+ * side by side (the one-off measurement had them alone), averaged in
+ * with weight 1/R_WEIGHT.  A configured R stays as it is.
+ */
+#define R_WEIGHT 4
+#define R_MIN (1.0 / 64)
+#define R_MAX 64.0
+
+static void adapt_ratio(struct coop_request *s)
+{
+	struct coop_context *ctx = s->ctx;
+	const uint64_t *t = s->stripe_ns;
+	double cpu, eng, r;
+
+	if (ctx->cfg.stripe_ratio >= 0 || s->err || !s->job.done ||
+	    !s->ejob.done || t[1] <= t[0] || t[2] <= t[0])
+		return;
+	cpu = (double)s->job.done / (double)(t[1] - t[0]);
+	eng = (double)s->ejob.done / (double)(t[2] - t[0]);
+	r = ctx->stripe_ratio + (eng / cpu - ctx->stripe_ratio) / R_WEIGHT;
+	ctx->stripe_ratio = r < R_MIN ? R_MIN : r > R_MAX ? R_MAX : r;
+}
+
 /* The FIN once both parts ended, with the first error. */
 static void stripe_fin(struct coop_request *s)
 {
 	if (s->job.queued || dlist_linked(&s->elink))
 		return;		/* a part still runs */
+	adapt_ratio(s);
 	coop_send_fin(s->ctx, s->peer, s->rid, s->err, s->len, s->tag,
 		      s->job.done + s->ejob.done,
 		      s->rts_sent ? PF_RTS_SENT : 0);
@@ -168,6 +195,8 @@ void coop_stripe_start(struct coop_request *s, const struct coop_pkt_cts *p)
 	(void)p;		/* s->job.key and s->xfer come from it */
 	s->pending |= EV_LOCAL;
 	memset(&s->ejob, 0, sizeof(s->ejob));
+	s->stripe_ns[0] = coop_now_ns();
+	s->stripe_ns[1] = s->stripe_ns[2] = 0;
 	if (engine && stripe_ratio(ctx) > 0)
 		c = cpu_part(ctx->stripe_ratio, s->xfer);
 	if (!ctx->peers[s->peer].copy_ok) {	/* our CPU cannot write */
@@ -187,6 +216,7 @@ void coop_stripe_start(struct coop_request *s, const struct coop_pkt_cts *p)
 
 void coop_stripe_cpu_done(struct coop_request *s)
 {
+	s->stripe_ns[1] = coop_now_ns();
 	if (s->job.err)		/* no more pieces for the engine */
 		coop_dma_stripe_stop(s, s->job.err);
 	stripe_fin(s);
@@ -194,6 +224,7 @@ void coop_stripe_cpu_done(struct coop_request *s)
 
 void coop_stripe_engine_done(struct coop_request *s)
 {
+	s->stripe_ns[2] = coop_now_ns();
 	if (s->ejob.err) {
 		coop_req_set_error(s, s->ejob.err);
 		coop_job_cancel(s);	/* no more CPU chunks either */
