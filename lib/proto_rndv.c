@@ -266,8 +266,8 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 	proto = answer_proto(r, m, &split);
 	if (proto == PROTO_COOP) {
 		rc = start_coop(r, m, split);
-		if (rc < 0) {
-			proto = PROTO_RGET;
+		if (rc < 0) {	/* no work slot: one copier, unassisted */
+			proto = split ? PROTO_RGET : PROTO_RPUT;
 			rc = COOP_SUCCESS;
 		}
 	}

@@ -224,6 +224,55 @@ START_TEST(test_idle_sender_assists)
 }
 END_TEST
 
+/*
+ * More Send/Irecv rendezvous in flight than a rank has work slots (256):
+ * the ones that find none are plain RPUT, not another protocol.
+ */
+#define MANY 320
+#define MANY_LEN (128u << 10)
+
+static int many_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	char *buf = malloc((size_t)MANY * MANY_LEN);
+	coop_request_t **r = calloc(MANY, sizeof(*r));
+	coop_status_t *st = calloc(MANY, sizeof(*st));
+	int i, done = 0;
+
+	(void)arg;
+	T_ASSERT(size == 2 && buf && r && st, "setup");
+	t_barrier(ctx, rank, size);
+	for (i = 0; i < MANY; i++) {
+		char *b = buf + (size_t)i * MANY_LEN;
+
+		if (rank == 0) {
+			t_fill(b, MANY_LEN, 100 + i);
+			T_OK(coop_isend(ctx, b, MANY_LEN, 1, i, COMM,
+					COOP_F_BLOCKING, &r[i]));
+		} else {
+			T_OK(coop_irecv(ctx, b, MANY_LEN, 0, i, COMM, 0, &r[i]));
+		}
+	}
+	while (!done)		/* polled: the receives stay Irecv */
+		T_OK(coop_testall(MANY, r, &done, st));
+	for (i = 0; rank == 1 && i < MANY; i++) {
+		T_ASSERT(st[i].protocol == COOP_PROTOCOL_RPUT,
+			 "message %d took %d", i, st[i].protocol);
+		T_ASSERT(t_check(buf + (size_t)i * MANY_LEN, MANY_LEN,
+				 100 + i) < 0, "message %d data", i);
+	}
+	t_barrier(ctx, rank, size);
+	free(buf);
+	free(r);
+	free(st);
+	return 0;
+}
+
+START_TEST(test_out_of_work_slots)
+{
+	ck_assert_int_eq(run_ranks(2, env_cpu, many_rank, NULL, 90, NULL), 0);
+}
+END_TEST
+
 /* ---------------- COOP-load ---------------- */
 
 START_TEST(test_level_rule)
@@ -377,6 +426,7 @@ TCase *tc_select(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_table2, 0, NCELLS);
 	tcase_add_test(tc, test_idle_sender_assists);
+	tcase_add_test(tc, test_out_of_work_slots);
 	tcase_add_test(tc, test_hybrid_stripes);
 	tcase_add_test(tc, test_level_rule);
 	tcase_add_test(tc, test_lower_load_copies);
