@@ -32,6 +32,36 @@ static const char *default_provider(void)
 	return access("/dev/coopmpi", R_OK | W_OK) ? "shm" : "kmod";
 }
 
+/* Settings of the adaptive protocols, each with a value coop_init must
+ * refuse (COOP_ERR_CONFIG and a line naming it). */
+static const char *const bad_env[][2] = {
+	{ "COOP_RNDV", "strip" },
+	{ "COOP_LOAD_HISTORY", "5x" },
+	{ "COOP_LOAD_HISTORY", "-1" },
+	{ "COOP_SLEEP_US", "20000" },
+	{ "COOP_STRIPE_RATIO", "-1" },
+	{ "COOP_STRIPE_RATIO", "fast" },
+	{ "COOP_STRIPE_MIN", "-4096" },
+	{ "COOP_OFFLOAD_BUSY", "1q" },
+	{ "COOP_CHUNK", "1024" },
+};
+
+START_TEST(test_init_bad_env)
+{
+	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1,
+				 .job_key = 43 };
+	coop_context_t *ctx = NULL;
+	unsigned i;
+
+	for (i = 0; i < sizeof(bad_env) / sizeof(bad_env[0]); i++) {
+		setenv(bad_env[i][0], bad_env[i][1], 1);
+		ck_assert_msg(coop_init(&p, &ctx) == COOP_ERR_CONFIG,
+			      "%s=%s accepted", bad_env[i][0], bad_env[i][1]);
+		unsetenv(bad_env[i][0]);
+	}
+}
+END_TEST
+
 START_TEST(test_init_args)
 {
 	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1,
@@ -329,6 +359,7 @@ TCase *tc_api(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_init_args);
+	tcase_add_test(tc, test_init_bad_env);
 	tcase_add_test(tc, test_p2p_args);
 	tcase_add_test(tc, test_load_args);
 	tcase_add_test(tc, test_strerror);
