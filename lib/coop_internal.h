@@ -308,7 +308,7 @@ COOP_HIDDEN void coop_send_slot_fin(struct coop_context *ctx, int peer,
 				    uint32_t slot);
 
 /* proto_select.c: COOP-hybrid, the receiver's choice for a PROTO_AUTO RTS;
- * *split: COOP's receiver range [0, split) */
+ * *split: COOP's receiver range [0, split), set when it returns COOP */
 COOP_HIDDEN enum coop_proto coop_select(struct coop_request *r,
 					const struct coop_msgdesc *m,
 					uint64_t *split);

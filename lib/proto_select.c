@@ -206,7 +206,6 @@ enum coop_proto coop_select(struct coop_request *r,
 	struct coop_context *ctx = r->ctx;
 	enum coop_proto p;
 
-	*split = r->xfer / 2;
 	if (r->xfer < ctx->cfg.coop_min)
 		return PROTO_RGET;
 	p = table_choice(r, m, split);

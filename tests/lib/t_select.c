@@ -13,7 +13,6 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness.h"
 #include "tests.h"
@@ -24,13 +23,6 @@
 
 /* proto_select.c's leveling rule (a hidden symbol of the library) */
 uint64_t coop_level_share(uint64_t ls, uint64_t lr, uint64_t n);
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 /* Table II and the CPU load rules: no striping onto an engine (kmod in
  * the VM) */
@@ -81,7 +73,7 @@ static void cell_send(coop_context_t *ctx, const struct cell *c, char *buf)
 		T_OK(coop_buffer_attach(ctx, bbuf, blen));
 	}
 	/* the receive is posted first (Rsend's rule) */
-	sleep_ms(20 * t_time_scale());
+	usleep(20000 * t_time_scale());
 	T_OK(coop_isend(ctx, buf, CELL_LEN, 1, 0, COMM, c->send_flags, &r));
 	T_OK(coop_wait(&r, COOP_STATUS_IGNORE));
 	if (bbuf) {		/* waits until the buffered message left */
@@ -201,7 +193,7 @@ static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_probe(ctx, 0, 0, COMM, &st));
 		T_OK(coop_irecv(ctx, buf, CELL_LEN, 0, 0, COMM,
 				COOP_F_BLOCKING, &r));
-		sleep_ms(500 * t_time_scale());	/* "compute" */
+		usleep(500000 * t_time_scale());	/* "compute" */
 		*back = 1;
 		T_OK(coop_wait(&r, &st));
 		T_ASSERT(st.protocol == COOP_PROTOCOL_RGET, "took %d",
