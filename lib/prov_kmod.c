@@ -232,22 +232,20 @@ static int kmod_poll_msg(struct coop_provider *p, void *msg)
 	return coop_ring_dequeue(&k->own, msg);
 }
 
+/* The driver's poll rechecks the ring after queueing us: a doorbell
+ * between coop_ring_sleep's check and this sleep is not lost. */
+static void kmod_sleep(void *arg, const struct timespec *timeout)
+{
+	struct pollfd pfd = { .fd = *(int *)arg, .events = POLLIN };
+
+	ppoll(&pfd, 1, timeout, NULL);
+}
+
 static int kmod_wait_msg(struct coop_provider *p, long timeout_us)
 {
 	struct kmod_priv *k = p->priv;
-	struct coopmpi_ring_hdr *h = k->own.hdr;
-	struct pollfd pfd = { .fd = k->fd, .events = POLLIN };
-	struct timespec ts = { timeout_us / 1000000,
-			       timeout_us % 1000000 * 1000 };
 
-	__atomic_store_n(&h->wake_requested, 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* the driver's poll rechecks the ring after queueing us: a doorbell
-	 * between our check and the sleep is not lost */
-	if (!coop_ring_ready(&k->own))
-		ppoll(&pfd, 1, timeout_us >= 0 ? &ts : NULL, NULL);
-	__atomic_store_n(&h->wake_requested, 0, __ATOMIC_RELAXED);
-	return coop_ring_ready(&k->own);
+	return coop_ring_sleep(&k->own, timeout_us, kmod_sleep, &k->fd);
 }
 
 static int kmod_reg(struct coop_provider *p, void *addr, size_t len,

@@ -369,22 +369,19 @@ static int shm_poll_msg(struct coop_provider *p, void *msg)
 	return coop_ring_dequeue(&s->own, msg);
 }
 
+/* The doorbell is a futex wake on wake_requested: the wait returns at
+ * once if a producer cleared it between the check and the sleep. */
+static void shm_sleep(void *arg, const struct timespec *timeout)
+{
+	syscall(SYS_futex, arg, FUTEX_WAIT, 1, timeout, NULL, 0);
+}
+
 static int shm_wait_msg(struct coop_provider *p, long timeout_us)
 {
 	struct shm_priv *s = p->priv;
-	struct coopmpi_ring_hdr *h = s->own.hdr;
-	struct timespec ts = { timeout_us / 1000000,
-			       timeout_us % 1000000 * 1000 };
 
-	__atomic_store_n(&h->wake_requested, 1, __ATOMIC_RELAXED);
-	/* pairs with the fence in coop_ring_enqueue(): either the sender
-	 * sees our request and rings, or we see its message here */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!coop_ring_ready(&s->own))
-		syscall(SYS_futex, &h->wake_requested, FUTEX_WAIT, 1,
-			timeout_us >= 0 ? &ts : NULL, NULL, 0);
-	__atomic_store_n(&h->wake_requested, 0, __ATOMIC_RELAXED);
-	return coop_ring_ready(&s->own);
+	return coop_ring_sleep(&s->own, timeout_us, shm_sleep,
+			       &s->own.hdr->wake_requested);
 }
 
 static int shm_reg(struct coop_provider *p, void *addr, size_t len,

@@ -98,3 +98,20 @@ int coop_ring_dequeue(struct coop_ring *r, void *msg)
 	STORE_REL(&r->hdr->head, pos + 1);
 	return 1;
 }
+
+int coop_ring_sleep(struct coop_ring *r, long timeout_us,
+		    void (*sleep)(void *arg, const struct timespec *timeout),
+		    void *arg)
+{
+	struct timespec ts = { timeout_us / 1000000,
+			       timeout_us % 1000000 * 1000 };
+
+	__atomic_store_n(&r->hdr->wake_requested, 1, __ATOMIC_RELAXED);
+	/* pairs with the fence in coop_ring_enqueue(): either the producer
+	 * sees our request and rings, or we see its message here */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!coop_ring_ready(r))
+		sleep(arg, timeout_us >= 0 ? &ts : NULL);
+	__atomic_store_n(&r->hdr->wake_requested, 0, __ATOMIC_RELAXED);
+	return coop_ring_ready(r);
+}

@@ -9,6 +9,7 @@
 #define COOP_RING_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "coopmpi_uapi.h"
 
@@ -36,5 +37,15 @@ int coop_ring_enqueue(struct coop_ring *r, const void *msg);
 int coop_ring_dequeue(struct coop_ring *r, void *msg);
 /* Consumer: is a message ready (without taking it)? */
 int coop_ring_ready(const struct coop_ring *r);
+
+/*
+ * Consumer: sleep until a message may be there or timeout_us passes (< 0:
+ * no limit).  Asks producers for a doorbell (wake_requested), rechecks the
+ * ring, and only then calls sleep(arg, timeout or NULL), which must return
+ * early on the provider's doorbell.  Returns coop_ring_ready() after.
+ */
+int coop_ring_sleep(struct coop_ring *r, long timeout_us,
+		    void (*sleep)(void *arg, const struct timespec *timeout),
+		    void *arg);
 
 #endif
