@@ -377,7 +377,7 @@ int main(int argc, char **argv)
 		j.size = sizes[s];
 		/* fewer as the operation grows, so each size takes ~ as long */
 		run_size(&j, op, iters ? iters :
-			 j.size <= 262144 ? 100 : j.size <= 1048576 ? 40 : 15);
+			 j.size <= 262144 ? 400 : j.size <= 1048576 ? 150 : 40);
 	}
 	barrier_all(j.ctx, j.rank, j.nranks);
 	CHECK(coop_finalize(j.ctx));

@@ -22,10 +22,10 @@
 #          reduce-scatter + gather: 2 and 4 ranks; 256 KiB, 1 MiB, 4 MiB)
 #          and bench/bin/stencil (4x1x1 and 3x2x1 ranks, 1 MiB) for
 #          COOP_RNDV=rput, rget, coop, auto, shm provider, interleaved
-#          round after round (BENCH_PATTERN_ROUNDS, default 5).  Ranks are
+#          round after round (BENCH_PATTERN_ROUNDS, default 15).  Ranks are
 #          bound round-robin to the CPUs, so more ranks than CPUs share
 #          them.  BENCH_VM=1 adds 4 ranks on 4 vCPUs in the VM, kmod
-#          provider (emulated).  ~3 min.  summary.md: time per protocol,
+#          provider (emulated).  ~2 min.  summary.md: time per protocol,
 #          auto vs the best static protocol, copies per rank.
 #   report rewrite summary.md and the charts of bench/results/full from its
 #          CSVs (after changing plot.gp, say); runs nothing.  With
@@ -37,7 +37,7 @@
 #   BENCH_PEERS=0      skip Open MPI, MPICH and ucx_perftest
 #   BENCH_ROUNDS=N     quick mode rounds (default 7)
 #   BENCH_FULL_ROUNDS=N  full mode rounds (default 3)
-#   BENCH_PATTERN_ROUNDS=N  patterns mode rounds (default 5)
+#   BENCH_PATTERN_ROUNDS=N  patterns mode rounds (default 15)
 #   BENCH_WAIT_MAX=S   before measuring (full, quick), wait up to S seconds
 #                      (default 600) while another benchmark or VM runs on
 #                      this machine; then measure anyway (noted in summary)
@@ -408,10 +408,10 @@ pattern_protos="rput rget coop auto"
 # round and the runs in reverse order every other round, so drift of the
 # machine hits all protocols alike.
 plan_patterns() {
-	local rounds=${BENCH_PATTERN_ROUNDS:-5} first name n csv cols sizes cmd k p
+	local rounds=${BENCH_PATTERN_ROUNDS:-15} first name n csv cols sizes cmd k p
 	local -a order ps
 	read -ra order <<<"$pattern_protos"
-	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=5
+	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=15
 	for ((cur_round = 1; cur_round <= rounds; cur_round++)); do
 		first=${#S_NAME[@]}
 		while IFS='|' read -r name n csv cols sizes cmd; do
@@ -847,22 +847,18 @@ plot_overlap() {
 }
 
 # ------------------------------------------------------------ patterns
-# awk: median of v[1..n] (sorts v)
-awk_median='function median(v, n,  i, j, t) {
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j] < v[j - 1]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-	return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}'
-
 # fmt X FORMAT: X printed with FORMAT, NA stays NA
 fmt() {
 	awk -v x="$1" -v f="$2" 'BEGIN { if (x == "NA") print x; else printf f "\n", x }'
 }
 
-# vs_best CSV SIZE: "RATIO (PROTO)": median over rounds of auto's time /
-# the fastest static protocol's time in that round; PROTO: the static
-# protocol with the lowest median time
+# vs_best CSV SIZE: "RATIO (PROTO)": PROTO is the static protocol with the
+# lowest median time, RATIO the median over rounds of auto's time / PROTO's
+# in the same round.  (Not / the fastest static of each round: a minimum
+# of three noisy times is biased low, and auto would look slower than the
+# very protocol it chose.)
 vs_best() {
-	local csv=$1 z=$2 p v best="" bv="" r
+	local csv=$1 z=$2 p v best="" bv=""
 	for p in $pattern_protos; do
 		[[ $p == auto ]] && continue
 		v=$(med "$csv" "$p" "$z")
@@ -871,16 +867,11 @@ vs_best() {
 			bv=$v best=$p
 		fi
 	done
-	r=$(awk -F, -v z="$z" "$awk_median"'
-		FNR > 1 && $3 == z {
-			if ($1 == "auto") a[$2] = $4
-			else if (!($2 in m) || $4 < m[$2]) m[$2] = $4
-		}
-		END {
-			for (r in a) if (m[r] > 0) v[++n] = a[r] / m[r]
-			if (n) printf "%.2f\n", median(v, n); else print "NA"
-		}' "$out/$csv.csv")
-	echo "$r (${best:-NA})"
+	if [[ -z $best ]]; then
+		echo "NA (NA)"
+		return
+	fi
+	echo "$(fmt "$(ratio "$csv" auto "$csv" "$best" "$z")" %.2f) ($best)"
 }
 
 # mix CSV SERIES SIZE FIRST: the protocols messages took (median messages
@@ -967,7 +958,7 @@ summary_patterns() {
 		echo
 		if [[ ! -s $out/run-info ]]; then
 			{
-				echo "$(machine); \`bench/run-suite.sh patterns\`, ${BENCH_PATTERN_ROUNDS:-5} interleaved rounds, $((SECONDS - start)) s."
+				echo "$(machine); \`bench/run-suite.sh patterns\`, ${BENCH_PATTERN_ROUNDS:-15} interleaved rounds, $((SECONDS - start)) s."
 				echo "shm provider.  Every value is the median over rounds; a ratio is the median of per-round ratios."
 				echo "Ranks are bound round-robin to the $ncpu CPUs (scripts/cooprun -b): with more ranks than CPUs, ranks share CPUs, so waiting ranks take CPU time from copying ones; the scale is this machine's, not the seed's."
 				for note in "${notes[@]}"; do echo; echo "**Note:** $note"; done
