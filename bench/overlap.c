@@ -76,6 +76,19 @@ static double series(coop_context_t *ctx, int rank, int measured, char *buf,
 	return sum / iters;
 }
 
+/* Rank 1 passes *v to rank 0 when it was measured there (tag: which). */
+static void share_measured(coop_context_t *ctx, int rank, int measured,
+			   double *v, int tag)
+{
+	if (measured != 1)
+		return;
+	if (rank == 1)
+		CHECK(coop_send(ctx, v, sizeof(*v), 0, tag, SYNC_COMM, 0));
+	else
+		CHECK(coop_recv(ctx, v, sizeof(*v), 1, tag, SYNC_COMM, 0,
+				NULL));
+}
+
 /*
  * Overlap of side `measured` (0 sender, 1 receiver), computed on that
  * rank and sent to rank 0 (which prints).  *pure_out: t_pure.
@@ -92,14 +105,7 @@ static double side(coop_context_t *ctx, int rank, int measured, char *buf,
 	/* both ranks must agree on the compute time: the measured rank's */
 	if (rank == measured)
 		res[1] = median(pure, reps);
-	if (measured == 1) {
-		if (rank == 1)
-			CHECK(coop_send(ctx, &res[1], sizeof(res[1]), 0, 6,
-					SYNC_COMM, 0));
-		else
-			CHECK(coop_recv(ctx, &res[1], sizeof(res[1]), 1, 6,
-					SYNC_COMM, 0, NULL));
-	}
+	share_measured(ctx, rank, measured, &res[1], 6);
 	for (r = 0; r < reps; r++) {
 		double cpu = 0, total;
 
@@ -117,14 +123,7 @@ static double side(coop_context_t *ctx, int rank, int measured, char *buf,
 	}
 	if (rank == measured)
 		res[0] = median(ovl, reps);
-	if (measured == 1) {
-		if (rank == 1)
-			CHECK(coop_send(ctx, &res[0], sizeof(res[0]), 0, 7,
-					SYNC_COMM, 0));
-		else
-			CHECK(coop_recv(ctx, &res[0], sizeof(res[0]), 1, 7,
-					SYNC_COMM, 0, NULL));
-	}
+	share_measured(ctx, rank, measured, &res[0], 7);
 	*pure_out = res[1];
 	return res[0];
 }
