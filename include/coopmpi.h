@@ -37,121 +37,29 @@
  *   mutex).  Different contexts are independent.  coop_strerror() and
  *   coop_thread_level() are always safe.
  *
- * Environment (read by coop_init; all ranks must agree on the starred ones,
- * coop_connect() checks and fails with COOP_ERR_CONFIG otherwise):
- *   COOP_PROVIDER=kmod|shm   force a provider (default: kmod if
- *                            /dev/coopmpi exists and the library has it,
- *                            else shm).
- *   COOP_VERBOSE=1           one line on stderr: provider chosen and why,
- *                            and the protocol settings.
- *   COOP_EAGER_MAX=bytes   * largest message sent eagerly through a bounce
- *                            buffer (default 65536; 0 = only inline eager;
- *                            max 1 MiB).  Messages <= 48 bytes always go
- *                            inline.  Measured here: bounce eager beats the
- *                            best rendezvous up to 64 KiB (1.7 vs 7.5 us at
- *                            64 KiB), and costs 64 slots of this size of
- *                            shared memory per rank.
- *   COOP_RNDV=auto|rget|rput|rtr|coop|dma|stripe
- *                          * rendezvous protocol.  auto (default,
- *                            COOP-hybrid): the receiver chooses per
- *                            message when it matches the RTS: from
- *                            COOP_COOP_MIN on by who blocks (seed 000's
- *                            Table II: Send+Recv COOP-p2p, Send+Irecv
- *                            RPUT, Isend+Recv RGET, Bsend+Recv RGET,
- *                            Bsend+Irecv RPUT; RGET and RPUT run
- *                            "assisted": the other side helps copying
- *                            when it sits idle in a wait, on a node with
- *                            no more ranks than CPUs) and, when
- *                            neither blocks
- *                            (Isend+Irecv), by the two ranks' copy loads
- *                            (COOP-load: the less loaded side copies, or
- *                            both with a split that levels the loads -
- *                            no split with more ranks than CPUs);
- *                            RPUT becomes offload striping when the
- *                            sender has an idle hardware engine (a soft
- *                            one only with COOP_STRIPE_RATIO set).  Below
- *                            COOP_COOP_MIN: RGET.
- *                            dma: RPUT by the provider's offload engine
- *                            (kmod: the driver's DMA channel, through
- *                            io_uring, else its ioctl): neither CPU
- *                            copies, the engine notifies the receiver.
- *                            A provider without an engine (shm, or
- *                            coopmpi.ko loaded with dma=off) uses RPUT
- *                            instead (a COOP_VERBOSE note says so).
- *                            stripe: RPUT whose copy the sender's CPU and
- *                            its offload engine share (seed 000's
- *                            COOP-hca), the engine taking R/(1+R) of the
- *                            bytes; RPUT below COOP_STRIPE_MIN, when the
- *                            engine is busy (COOP_OFFLOAD_BUSY) or there
- *                            is none.
- *   COOP_STRIPE_RATIO=R      offload striping's R = engine bandwidth / CPU
- *                            bandwidth (a float; 0: never stripe, also
- *                            not in auto mode).  Default: measured at
- *                            the first striped send (4 MiB through the
- *                            CPU copy path against an engine copy;
- *                            COOP_VERBOSE logs both and R), then moved
- *                            a quarter of the way towards the rates each
- *                            striped send's two parts reach side by
- *                            side.  Need not agree across ranks.
- *   COOP_STRIPE_MIN=bytes    smaller messages are not striped (default
- *                            1 MiB).
- *   COOP_OFFLOAD_BUSY=bytes  the offload engine counts as busy while the
- *                            node has this many bytes or more in flight
- *                            on it (the driver's offload counters,
- *                            dma_bytes; seed 000 sec. II-B3): no new
- *                            striped transfer starts then, RPUT instead
- *                            (default 4 MiB: about one striped message
- *                            at a time; 1: any byte in flight;
- *                            0: never busy).
- *   COOP_OFFLOAD=0|1         1: auto mode uses the offload engine (as
- *                            dma) instead of COOP-p2p at and above
- *                            COOP_COOP_MIN, when the provider has one
- *                            (default 0).  Need not agree across ranks.
- *   COOP_COOP_MIN=bytes    * auto mode's cooperative threshold: smaller
- *                            rendezvous messages are RGET (default 65536).
- *   COOP_LOAD_HISTORY=ms     COOP-load's load of a rank is its pending copy
- *                            bytes plus the bytes it copied recently,
- *                            halving every ms milliseconds (default 50),
- *                            so iterative exchanges even out over
- *                            iterations; 0: pending bytes only.
- *   COOP_CHUNK=bytes         COOP-chunked: the largest copy done without
- *                            looking at the mailbox, so messages from
- *                            other peers wait at most one chunk (default
- *                            1 MiB, min 4 KiB).  Single-sided copies use
- *                            chunks of this size; COOP-p2p about an
- *                            eighth of the message, 128 KiB..COOP_CHUNK.
- *   COOP_CMA=auto|off        off: never use cross-process single copies,
- *                            pipeline large messages through bounce
- *                            buffers (default auto: probe at connect).
- *   COOP_RING_SLOTS=n        control ring slots per endpoint (default 1024,
- *                            power of two).
- *   COOP_BOUNCE_SLOTS=n      bounce buffers per endpoint (default 64).
- *   COOP_SPIN=n              empty polls before a blocked call (wait,
- *                            probe, finalize) backs off (default 20000,
- *                            about 0.3 ms: short waits keep their
- *                            latency; one in 256 yields the CPU to ranks
- *                            that share it).  It then sleeps until a
- *                            message comes (the sender's doorbell wakes
- *                            it), see COOP_SLEEP_US.  For speed still
- *                            run at most one rank per CPU
- *                            (scripts/cooprun binds ranks to CPUs);
- *                            sleeping is for oversubscribed nodes and
- *                            long waits.
- *   COOP_SLEEP_US=us         longest sleep of a blocked call (default
- *                            10000, max 10000: peers are checked for
- *                            death every 10 ms; 0: never sleep, yield
- *                            forever).  Sleeps start at 50 us and double;
- *                            while work may end without a message to this
- *                            rank (copy jobs, offload copies, a full peer
- *                            ring) they stay <= 1 ms.  Any progress
- *                            restarts the spinning.
- *   COOP_BOOT_TIMEOUT=sec    coop_init_from_env() rendezvous timeout (60).
+ * Settings
+ *   coop_init() reads environment variables COOP_* (provider, eager and
+ *   rendezvous thresholds, protocol choice, chunking, offload, spinning
+ *   and sleeping).  Their one documentation is the library's own table:
+ *   run `lib/coop_info` (or call coop_config_print()) for every name with
+ *   its meaning, default, accepted values and the value in effect;
+ *   COOP_VERBOSE=2 prints it at coop_init.  A bad value makes coop_init
+ *   fail with COOP_ERR_CONFIG and one line on stderr.  Settings that all
+ *   ranks must share are checked by coop_connect().  README "Tuning
+ *   knobs" says when to change which.
+ *
+ * Growing
+ *   coop_status_t and coop_stats_t keep reserved fields, zero today, for
+ *   fields added later (the structures' sizes never change).  The lower
+ *   layer (regions, single and cooperative copies, load counters) for an
+ *   MPI implementation that keeps its own matching is coopmpi_xfer.h.
  */
 #ifndef COOPMPI_H
 #define COOPMPI_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -238,6 +146,7 @@ typedef struct coop_status {
 	int protocol;		/* enum coop_protocol the message took (sends
 				 * and receives; COOP_PROTOCOL_NONE before a
 				 * protocol was chosen) */
+	int reserved[5];	/* zero: room for later fields */
 } coop_status_t;
 
 /*
@@ -346,6 +255,17 @@ COOP_API int coop_thread_level(void);
 /* coop_strerror: static description of an error code (never NULL). */
 COOP_API const char *coop_strerror(int err);
 
+/*
+ * coop_config_print - write the settings table to out: for every COOP_*
+ * environment variable its documentation, default and accepted values as
+ * comment lines, then NAME=value with the value the current environment
+ * gives it (lib/coop_info is this call).  Needs no context.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (out NULL), COOP_ERR_CONFIG (the
+ * environment holds a value coop_init would refuse; the table is printed
+ * all the same, with the default in its place).
+ */
+COOP_API int coop_config_print(FILE *out);
+
 /* ------------------------------------------------------------------ */
 /* Load counters                                                        */
 /* ------------------------------------------------------------------ */
@@ -396,6 +316,7 @@ typedef struct coop_stats {
 	uint64_t copy_ns;	/* time this CPU spent in those copies */
 	uint64_t offload_bytes;	/* bytes given to the offload engine */
 	uint64_t sleeps;	/* sleeps of blocked calls (COOP_SLEEP_US) */
+	uint64_t reserved[8];	/* zero: room for later counters */
 } coop_stats_t;
 
 /*

@@ -65,6 +65,10 @@ lib_sanitized() {
 }
 
 stage module-w1 module_builds_warning_free
+# lib/'s layers call only downward (lib/README.md); the checker's own test
+# shows that it catches an upward call
+stage layer-check make -s -C lib layer-check
+stage layer-check-test tests/layercheck/run.sh
 stage lib-native env COOP_PROVIDER=shm tests/lib/test_lib
 stage lib-sanitized lib_sanitized
 stage kmod-vm vm tests/kmod/test_kmod

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ctx.c - context life cycle: coop_init, coop_address, coop_connect,
+ * coop_finalize; context queries (rank, size, provider, load counters).
+ *
+ * The address blob is a library header (rank, size, configuration hash,
+ * provider name) followed by the provider's own blob; coop_connect checks
+ * that all ranks agree before connecting anything.  Each layer sets up
+ * its own part, lowest first (core, protocols, MPI semantics), and tears
+ * it down in the opposite order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+
+#define BLOB_MAGIC 0x434f4f50U	/* "COOP" */
+
+struct lib_blob {
+	uint32_t magic;
+	uint32_t rank;
+	uint32_t size;
+	uint32_t prov_len;
+	uint64_t cfg_hash;
+	char prov[8];
+};
+
+static int check_params(const coop_init_params_t *p, coop_context_t **ctx)
+{
+	if (!p || !ctx || p->size != sizeof(*p) || p->flags)
+		return COOP_ERR_ARG;
+	if (p->nranks < 1 || p->nranks > 65533 || p->rank < 0 ||
+	    p->rank >= p->nranks)
+		return COOP_ERR_RANK;
+	return COOP_SUCCESS;
+}
+
+static void ctx_free(struct coop_context *ctx)
+{
+	coop_mpi_layer_fini(ctx);
+	coop_proto_layer_fini(ctx);
+	coop_core_fini(ctx);
+	free(ctx);
+}
+
+int coop_init(const coop_init_params_t *params, coop_context_t **out)
+{
+	struct coop_context *ctx;
+	int rc = check_params(params, out);
+
+	if (rc)
+		return rc;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return COOP_ERR_NOMEM;
+	ctx->rank = params->rank;
+	ctx->size = params->nranks;
+	ctx->key = params->job_key;
+	rc = coop_core_init(ctx);
+	if (!rc)
+		rc = coop_proto_layer_init(ctx);
+	if (!rc)
+		rc = coop_mpi_layer_init(ctx);
+	if (rc) {
+		ctx_free(ctx);
+		return rc;
+	}
+	ctx->cfg_hash = coop_config_hash(&ctx->cfg, ctx->prov.ops->name);
+	if (ctx->cfg.verbose >= 2 && ctx->rank == 0)
+		coop_config_print_table(stderr, &ctx->cfg);
+	*out = ctx;
+	return COOP_SUCCESS;
+}
+
+int coop_address(coop_context_t *ctx, void *blob, size_t *len)
+{
+	struct lib_blob h;
+	size_t plen;
+	int rc;
+
+	if (!ctx || !blob || !len)
+		return COOP_ERR_ARG;
+	if (*len < sizeof(h)) {
+		*len = COOP_ADDR_MAX_LEN;
+		return COOP_ERR_ARG;
+	}
+	plen = *len - sizeof(h);
+	rc = ctx->prov.ops->address(&ctx->prov, (char *)blob + sizeof(h),
+				    &plen);
+	if (rc) {
+		*len = sizeof(h) + plen;
+		return rc == -ENOSPC ? COOP_ERR_ARG : COOP_ERR_PROVIDER;
+	}
+	memset(&h, 0, sizeof(h));
+	h.magic = BLOB_MAGIC;
+	h.rank = (uint32_t)ctx->rank;
+	h.size = (uint32_t)ctx->size;
+	h.prov_len = (uint32_t)plen;
+	h.cfg_hash = ctx->cfg_hash;
+	strncpy(h.prov, ctx->prov.ops->name, sizeof(h.prov) - 1);
+	memcpy(blob, &h, sizeof(h));
+	*len = sizeof(h) + plen;
+	return COOP_SUCCESS;
+}
+
+static int check_blob(struct coop_context *ctx, const struct lib_blob *h,
+		      int r, size_t stride)
+{
+	if (h->magic != BLOB_MAGIC || h->rank != (uint32_t)r ||
+	    h->size != (uint32_t)ctx->size ||
+	    sizeof(*h) + h->prov_len > stride)
+		return COOP_ERR_ARG;
+	if (strncmp(h->prov, ctx->prov.ops->name, sizeof(h->prov))) {
+		coop_log(ctx->rank, "rank %d uses provider %.8s, I use %s", r,
+			 h->prov, ctx->prov.ops->name);
+		return COOP_ERR_CONFIG;
+	}
+	if (h->cfg_hash != ctx->cfg_hash) {
+		coop_log(ctx->rank, "rank %d has other %s settings", r,
+			 coop_config_agreed_names());
+		return COOP_ERR_CONFIG;
+	}
+	return COOP_SUCCESS;
+}
+
+static int connect_peer(struct coop_context *ctx, int r, const char *blob)
+{
+	const struct lib_blob *h = (const struct lib_blob *)blob;
+
+	return coop_core_connect_peer(ctx, r, blob + sizeof(*h), h->prov_len);
+}
+
+static void log_settings(struct coop_context *ctx)
+{
+	const struct coop_config *c = &ctx->cfg;
+	int i, copy = 1;
+
+	for (i = 0; i < ctx->size; i++)
+		copy &= ctx->peers[i].copy_ok;
+	coop_log(ctx->rank, "%d ranks, provider %s, inline <= %zu B, eager <= "
+		 "%zu B, rndv %s (coop >= %zu B), chunk %zu B, single copy %s",
+		 ctx->size, ctx->prov.ops->name, (size_t)PKT_INLINE_MAX,
+		 c->eager_max, coop_rndv_name(c->rndv), c->coop_min, c->chunk,
+		 copy ? "on" : "off (bounce pipeline)");
+}
+
+int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
+{
+	const char *b = blobs;
+	int r, rc;
+
+	if (!ctx || !blobs || stride < sizeof(struct lib_blob))
+		return COOP_ERR_ARG;
+	if (ctx->connected)
+		return COOP_ERR_STATE;
+	for (r = 0; r < ctx->size; r++) {
+		rc = check_blob(ctx, (const struct lib_blob *)(b + r * stride),
+				r, stride);
+		if (rc)
+			return rc;
+	}
+	for (r = 0; r < ctx->size; r++) {
+		rc = connect_peer(ctx, r, b + r * stride);
+		if (rc)
+			return rc;
+	}
+	coop_core_connected(ctx);
+	if (ctx->cfg.verbose)
+		log_settings(ctx);
+	return COOP_SUCCESS;
+}
+
+static void log_stats(struct coop_context *ctx)
+{
+	const uint64_t *n = ctx->rx;
+
+	coop_log(ctx->rank, "received: eager %llu, bounce %llu, RTS %llu, "
+		 "CTS %llu, RTR %llu, FIN %llu, ACK %llu, FRAG %llu, "
+		 "REVOKE %llu/%llu",
+		 (unsigned long long)n[PKT_EAGER],
+		 (unsigned long long)n[PKT_EAGER_BB],
+		 (unsigned long long)n[PKT_RTS], (unsigned long long)n[PKT_CTS],
+		 (unsigned long long)n[PKT_RTR], (unsigned long long)n[PKT_FIN],
+		 (unsigned long long)n[PKT_ACK], (unsigned long long)n[PKT_FRAG],
+		 (unsigned long long)n[PKT_REVOKE],
+		 (unsigned long long)n[PKT_REVOKE_REPLY]);
+}
+
+int coop_finalize(coop_context_t *ctx)
+{
+	int rc = COOP_SUCCESS;
+
+	if (!ctx)
+		return COOP_SUCCESS;
+	if (ctx->cfg.verbose)
+		log_stats(ctx);
+	if (ctx->connected)
+		coop_mpi_finalize(ctx);
+	ctx_free(ctx);
+	return rc;
+}
+
+int coop_rank(const coop_context_t *ctx, int *rank)
+{
+	if (!ctx || !rank)
+		return COOP_ERR_ARG;
+	*rank = ctx->rank;
+	return COOP_SUCCESS;
+}
+
+int coop_size(const coop_context_t *ctx, int *size)
+{
+	if (!ctx || !size)
+		return COOP_ERR_ARG;
+	*size = ctx->size;
+	return COOP_SUCCESS;
+}
+
+/* Relaxed loads: each counter is a statistic, not a synchronization. */
+static void load_read(const struct coopmpi_load_slot *s, coop_load_t *out)
+{
+	out->pending_ops = __atomic_load_n(&s->pending_ops, __ATOMIC_RELAXED);
+	out->pending_bytes = __atomic_load_n(&s->pending_bytes,
+					     __ATOMIC_RELAXED);
+	out->kernel_ops = __atomic_load_n(&s->kernel_ops, __ATOMIC_RELAXED);
+	out->kernel_bytes = __atomic_load_n(&s->kernel_bytes,
+					    __ATOMIC_RELAXED);
+	out->total_ops = __atomic_load_n(&s->total_ops, __ATOMIC_RELAXED);
+	out->total_bytes = __atomic_load_n(&s->total_bytes, __ATOMIC_RELAXED);
+}
+
+int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
+{
+	const struct coopmpi_load_slot *s;
+
+	if (!ctx || !out)
+		return COOP_ERR_ARG;
+	if (!ctx->connected)	/* kmod knows other ranks' slots only now */
+		return COOP_ERR_STATE;
+	if (rank < 0 || rank >= ctx->size)
+		return COOP_ERR_RANK;
+	s = ctx->prov.ops->load_slot(&ctx->prov, rank);
+	if (!s)
+		return COOP_ERR_PROVIDER;
+	load_read(s, out);
+	return COOP_SUCCESS;
+}
+
+int coop_get_stats(coop_context_t *ctx, coop_stats_t *out)
+{
+	if (!ctx || !out)
+		return COOP_ERR_ARG;
+	*out = ctx->stats;
+	return COOP_SUCCESS;
+}
+
+int coop_reset_stats(coop_context_t *ctx)
+{
+	if (!ctx)
+		return COOP_ERR_ARG;
+	memset(&ctx->stats, 0, sizeof(ctx->stats));
+	return COOP_SUCCESS;
+}
+
+const char *coop_provider_name(const coop_context_t *ctx)
+{
+	return ctx && ctx->prov.ops ? ctx->prov.ops->name : NULL;
+}
+
+int coop_thread_level(void)
+{
+	return COOP_THREAD_SERIALIZED;
+}
+
+int coop_config_print(FILE *out)
+{
+	if (!out)
+		return COOP_ERR_ARG;
+	return coop_config_print_table(out, NULL);
+}

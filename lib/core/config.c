@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * config.c - the configuration table: every environment variable of the
+ * library with its type, default, range and documentation, in one place
+ * (as UCX's ucs_config_field_t tables).  coop_config_load() fills struct
+ * coop_config from it; coop_config_print() prints it (lib/coop_info,
+ * COOP_VERBOSE=2), so the documentation cannot drift from the code.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coopmpi.h"
+#include "config.h"
+
+#define KIB (1ULL << 10)
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+#define TIB (1ULL << 40)
+
+enum cfg_type { CFG_SIZE, CFG_UINT, CFG_MS, CFG_RATIO, CFG_ENUM };
+
+/* An enumerated setting's words and the value each one stores. */
+struct cfg_word {
+	const char *word;
+	int value;
+};
+
+struct cfg_entry {
+	const char *name;
+	enum cfg_type type;
+	size_t offset;		/* of the field in struct coop_config */
+	const char *def;	/* default, as a user writes it */
+	uint64_t lo, hi;	/* SIZE, UINT, MS: accepted range */
+	const struct cfg_word *words;	/* ENUM, NULL-terminated */
+	int agree;		/* all ranks must have the same value */
+	const char *doc;
+};
+
+#define FIELD(f) offsetof(struct coop_config, f)
+
+static const struct cfg_word rndv_words[] = {
+	{ "auto", COOP_RNDV_AUTO }, { "rget", COOP_RNDV_RGET },
+	{ "rput", COOP_RNDV_RPUT }, { "rtr", COOP_RNDV_RTR },
+	{ "coop", COOP_RNDV_COOP }, { "dma", COOP_RNDV_DMA },
+	{ "stripe", COOP_RNDV_STRIPE }, { NULL, 0 },
+};
+
+static const struct cfg_word cma_words[] = {
+	{ "auto", 0 }, { "on", 0 }, { "off", 1 }, { "0", 1 }, { NULL, 0 },
+};
+
+static const struct cfg_word bool_words[] = {
+	{ "0", 0 }, { "1", 1 }, { NULL, 0 },
+};
+
+static const struct cfg_word provider_words[] = {
+	{ "any", COOP_PROVIDER_ANY }, { "kmod", COOP_PROVIDER_KMOD },
+	{ "shm", COOP_PROVIDER_SHM }, { NULL, 0 },
+};
+
+static const struct cfg_entry table[] = {
+	{ "COOP_PROVIDER", CFG_ENUM, FIELD(provider), "any", 0, 0,
+	  provider_words, 0,
+	  "transport provider: kmod (the coopmpi driver, /dev/coopmpi), shm "
+	  "(shared-memory rings + process_vm_readv/writev) or any (kmod when "
+	  "/dev/coopmpi exists, else shm); a forced one that cannot open is "
+	  "an error" },
+	{ "COOP_VERBOSE", CFG_UINT, FIELD(verbose), "0", 0, 2, NULL, 0,
+	  "1: one line on stderr for each decision worth knowing (provider "
+	  "and why, settings, protocol fallbacks, failures); 2: also this "
+	  "table with the values in effect, at coop_init (rank 0)" },
+	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL, 1,
+	  "largest message sent eagerly through a bounce buffer (messages of "
+	  "<= 48 bytes always go inline; 0: only inline eager); costs "
+	  "COOP_BOUNCE_SLOTS slots of max(this, 64 KiB) of shared memory per "
+	  "rank" },
+	{ "COOP_RNDV", CFG_ENUM, FIELD(rndv), "auto", 0, 0, rndv_words, 1,
+	  "rendezvous protocol: auto (COOP-hybrid: the receiver chooses per "
+	  "message from the calls' blocking and the ranks' copy loads), "
+	  "rget, rput, rtr (receiver initiated), coop (COOP-p2p: both copy), "
+	  "dma (RPUT by the offload engine; RPUT without one), stripe (the "
+	  "sender's CPU and its offload engine share the copy)" },
+	{ "COOP_COOP_MIN", CFG_SIZE, FIELD(coop_min), "64k", 0, TIB, NULL, 1,
+	  "auto mode: smaller rendezvous messages are RGET" },
+	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "1m", 4 * KIB, GIB, NULL, 0,
+	  "COOP-chunked: the largest copy done without looking at the "
+	  "mailbox (single-sided copies use chunks of this size, COOP-p2p "
+	  "an eighth of the message within 128 KiB..this)" },
+	{ "COOP_LOAD_HISTORY", CFG_MS, FIELD(load_history_ns), "50", 0,
+	  3600000, NULL, 0,
+	  "COOP-load: milliseconds in which a rank's recent copy bytes halve "
+	  "(its load = pending copy bytes + that history); 0: pending bytes "
+	  "only" },
+	{ "COOP_OFFLOAD", CFG_ENUM, FIELD(offload), "0", 0, 0, bool_words, 0,
+	  "1: auto mode gives rendezvous messages to the offload engine (as "
+	  "dma) when the provider has one: overlap before bandwidth" },
+	{ "COOP_STRIPE_RATIO", CFG_RATIO, FIELD(stripe_ratio), "", 0, 0, NULL,
+	  0,
+	  "offload striping's R = engine / CPU bandwidth (the engine takes "
+	  "R/(1+R) of the bytes; 0: never stripe); unset: measured at the "
+	  "first striped send, then adapted to each one's two parts; auto "
+	  "mode stripes onto a soft engine only when this is set" },
+	{ "COOP_STRIPE_MIN", CFG_SIZE, FIELD(stripe_min), "1m", 0, TIB, NULL,
+	  0, "smaller messages are not striped" },
+	{ "COOP_OFFLOAD_BUSY", CFG_SIZE, FIELD(offload_busy), "4m", 0, TIB,
+	  NULL, 0,
+	  "the offload engine counts as busy while the node has this many "
+	  "bytes in flight on it (offload counters): no new striped or "
+	  "offloaded transfer then (0: never busy)" },
+	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
+	  "off: never copy across processes in one step, pipeline large "
+	  "messages through bounce buffers; auto: probe at connect" },
+	{ "COOP_RING_SLOTS", CFG_UINT, FIELD(ring_slots), "1024", 16,
+	  1u << 20, NULL, 0,
+	  "control ring slots per endpoint, a power of two (shm provider)" },
+	{ "COOP_BOUNCE_SLOTS", CFG_UINT, FIELD(bounce_slots), "64", 4, 4096,
+	  NULL, 0, "bounce buffers per rank" },
+	{ "COOP_SPIN", CFG_UINT, FIELD(spin), "20000", 0, 1u << 30, NULL, 0,
+	  "empty polls of a blocked call before it sleeps (about 0.3 ms by "
+	  "default; one in 256 yields the CPU to ranks that share it)" },
+	{ "COOP_SLEEP_US", CFG_UINT, FIELD(sleep_us), "10000", 0, 10000, NULL,
+	  0,
+	  "longest sleep of a blocked call in microseconds (sleeps start at "
+	  "50 us and double, <= 1 ms while work may end without a message; "
+	  "0: never sleep, yield)" },
+	{ "COOP_BOOT_TIMEOUT", CFG_UINT, FIELD(boot_timeout), "60", 1, 86400,
+	  NULL, 0, "coop_init_from_env(): seconds to wait for the other ranks" },
+};
+
+#define NENTRIES (sizeof(table) / sizeof(table[0]))
+
+static int bad(const char *var, const char *val)
+{
+	fprintf(stderr, "coopmpi: invalid %s=\"%s\" (coop_info lists the "
+		"settings)\n", var, val);
+	return COOP_ERR_CONFIG;
+}
+
+/* Unsigned number with optional k/m/g suffix: 0, or -1 when malformed. */
+static int parse_size(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': *v <<= 10; end++; break;
+	case 'm': case 'M': *v <<= 20; end++; break;
+	case 'g': case 'G': *v <<= 30; end++; break;
+	default: break;
+	}
+	return *end ? -1 : 0;
+}
+
+static int parse_ratio(const char *s, double *out)
+{
+	char *end;
+
+	if (!*s) {		/* unset: measure it */
+		*out = -1;
+		return 0;
+	}
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !(*out >= 0 && *out <= 1e6) ?
+		       -1 : 0;
+}
+
+static int parse_word(const struct cfg_word *w, const char *s, int *out)
+{
+	for (; w->word; w++) {
+		if (!strcmp(s, w->word)) {
+			*out = w->value;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Store the text s (a default or the environment's) into its field. */
+static int parse(const struct cfg_entry *e, const char *s,
+		 struct coop_config *cfg)
+{
+	char *field = (char *)cfg + e->offset;
+	unsigned long long v;
+
+	switch (e->type) {
+	case CFG_RATIO:
+		return parse_ratio(s, (double *)field);
+	case CFG_ENUM:
+		return parse_word(e->words, s, (int *)field);
+	default:
+		break;
+	}
+	if (parse_size(s, &v) || v < e->lo || v > e->hi)
+		return -1;
+	if (e->type == CFG_SIZE)
+		*(size_t *)field = (size_t)v;
+	else if (e->type == CFG_UINT)
+		*(unsigned *)field = (unsigned)v;
+	else
+		*(uint64_t *)field = (uint64_t)v * 1000000ULL;
+	return 0;
+}
+
+int coop_config_load(struct coop_config *cfg)
+{
+	const char *s;
+	unsigned i;
+	int rc = COOP_SUCCESS;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (i = 0; i < NENTRIES; i++) {
+		s = getenv(table[i].name);
+		if (parse(&table[i], table[i].def, cfg))
+			abort();	/* a default outside its own range */
+		if (s && *s && parse(&table[i], s, cfg))
+			rc = bad(table[i].name, s);
+	}
+	s = getenv("COOP_RING_SLOTS");
+	if (!rc && (cfg->ring_slots & (cfg->ring_slots - 1)))
+		rc = bad("COOP_RING_SLOTS", s);
+	return rc;
+}
+
+/* The value of entry e in cfg, as the user would write it. */
+static void value_text(const struct cfg_entry *e,
+		       const struct coop_config *cfg, char *buf, size_t len)
+{
+	const char *field = (const char *)cfg + e->offset;
+	const struct cfg_word *w;
+
+	switch (e->type) {
+	case CFG_SIZE:
+		snprintf(buf, len, "%zu", *(const size_t *)field);
+		break;
+	case CFG_UINT:
+		snprintf(buf, len, "%u", *(const unsigned *)field);
+		break;
+	case CFG_MS:
+		snprintf(buf, len, "%llu", (unsigned long long)
+			 (*(const uint64_t *)field / 1000000ULL));
+		break;
+	case CFG_RATIO:
+		if (*(const double *)field < 0)
+			snprintf(buf, len, "(measured)");
+		else
+			snprintf(buf, len, "%g", *(const double *)field);
+		break;
+	case CFG_ENUM:
+		for (w = e->words; w->word; w++)
+			if (w->value == *(const int *)field)
+				break;
+		snprintf(buf, len, "%s", w->word ? w->word : "?");
+		break;
+	}
+}
+
+/* "0..1m", "auto|rget|...": what the entry accepts. */
+static void range_text(const struct cfg_entry *e, char *buf, size_t len)
+{
+	const struct cfg_word *w;
+	size_t n = 0;
+
+	switch (e->type) {
+	case CFG_RATIO:
+		snprintf(buf, len, "a number >= 0, or unset");
+		return;
+	case CFG_ENUM:
+		buf[0] = 0;
+		for (w = e->words; w->word && n < len; w++)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s",
+					      n ? "|" : "", w->word);
+		return;
+	default:
+		snprintf(buf, len, "%llu..%llu%s", (unsigned long long)e->lo,
+			 (unsigned long long)e->hi,
+			 e->type == CFG_SIZE ? " bytes (k, m, g suffixes)" :
+			 e->type == CFG_MS ? " ms" : "");
+	}
+}
+
+/* One entry: its documentation as comment lines, then NAME=value. */
+static void print_entry(FILE *out, const struct cfg_entry *e,
+			const struct coop_config *cfg)
+{
+	char val[64], range[128];
+
+	value_text(e, cfg, val, sizeof(val));
+	range_text(e, range, sizeof(range));
+	fprintf(out, "#\n# %s\n#   default: %s; accepted: %s%s\n%s=%s\n",
+		e->doc, *e->def ? e->def : "(unset)", range,
+		e->agree ? "; all ranks must agree (coop_connect checks)" : "",
+		e->name, val);
+}
+
+int coop_config_print_table(FILE *out, const struct coop_config *cfg)
+{
+	struct coop_config cur;
+	unsigned i;
+	int rc = COOP_SUCCESS;
+
+	if (!cfg) {
+		rc = coop_config_load(&cur);
+		cfg = &cur;
+	}
+	fprintf(out, "# libcoopmpi settings (environment variables), with "
+		"the values in effect\n");
+	for (i = 0; i < NENTRIES; i++)
+		print_entry(out, &table[i], cfg);
+	return rc;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+uint64_t coop_config_hash(const struct coop_config *cfg, const char *prov)
+{
+	uint64_t h = 0x636f6f70ULL;
+	const char *c;
+	char val[64];
+	unsigned i;
+
+	for (i = 0; i < NENTRIES; i++) {
+		if (!table[i].agree)
+			continue;
+		value_text(&table[i], cfg, val, sizeof(val));
+		for (c = val; *c; c++)
+			h = mix(h, (unsigned char)*c);
+	}
+	for (c = prov; *c; c++)
+		h = mix(h, (unsigned char)*c);
+	return h;
+}
+
+const char *coop_config_agreed_names(void)
+{
+	static char names[256];
+	size_t n = 0;
+	unsigned i;
+
+	if (names[0])
+		return names;
+	for (i = 0; i < NENTRIES && n < sizeof(names); i++)
+		if (table[i].agree)
+			n += (size_t)snprintf(names + n, sizeof(names) - n,
+					      "%s%s", n ? "/" : "",
+					      table[i].name);
+	return names;
+}
+
+const char *coop_rndv_name(enum coop_rndv_mode m)
+{
+	const struct cfg_word *w;
+
+	for (w = rndv_words; w->word; w++)
+		if (w->value == (int)m)
+			return w->word;
+	return "?";
+}

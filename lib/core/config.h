@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* config.h - the settings read from the environment at coop_init(); the
+ * table of them (names, defaults, ranges, documentation) is config.c. */
+#ifndef COOP_CONFIG_H
+#define COOP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum coop_rndv_mode {
+	COOP_RNDV_AUTO,
+	COOP_RNDV_RGET,
+	COOP_RNDV_RPUT,
+	COOP_RNDV_RTR,
+	COOP_RNDV_COOP,
+	COOP_RNDV_DMA,
+	COOP_RNDV_STRIPE,
+};
+
+enum coop_provider_choice {
+	COOP_PROVIDER_ANY,
+	COOP_PROVIDER_KMOD,
+	COOP_PROVIDER_SHM,
+};
+
+/* One field per entry of config.c's table (its name in the comment). */
+struct coop_config {
+	size_t eager_max;	/* COOP_EAGER_MAX */
+	size_t coop_min;	/* COOP_COOP_MIN */
+	size_t chunk;		/* COOP_CHUNK */
+	uint64_t load_history_ns;	/* COOP_LOAD_HISTORY (given in ms) */
+	int rndv;		/* COOP_RNDV: enum coop_rndv_mode */
+	int cma_off;		/* COOP_CMA=off */
+	int offload;		/* COOP_OFFLOAD */
+	double stripe_ratio;	/* COOP_STRIPE_RATIO, < 0: measure it */
+	size_t stripe_min;	/* COOP_STRIPE_MIN */
+	size_t offload_busy;	/* COOP_OFFLOAD_BUSY */
+	unsigned verbose;	/* COOP_VERBOSE */
+	int provider;		/* COOP_PROVIDER: enum coop_provider_choice */
+	unsigned ring_slots;	/* COOP_RING_SLOTS */
+	unsigned bounce_slots;	/* COOP_BOUNCE_SLOTS */
+	unsigned spin;		/* COOP_SPIN */
+	unsigned sleep_us;	/* COOP_SLEEP_US */
+	unsigned boot_timeout;	/* COOP_BOOT_TIMEOUT, seconds */
+};
+
+/* Fill cfg from the defaults and the environment; COOP_ERR_CONFIG on a
+ * bad value (and one line on stderr naming it). */
+int coop_config_load(struct coop_config *cfg);
+/* Print the table with cfg's values (NULL: the environment's); the
+ * result of loading them. */
+int coop_config_print_table(FILE *out, const struct coop_config *cfg);
+/* Hash of the settings all ranks must agree on. */
+uint64_t coop_config_hash(const struct coop_config *cfg, const char *prov);
+/* Their names, "A/B/C", for messages. */
+const char *coop_config_agreed_names(void);
+const char *coop_rndv_name(enum coop_rndv_mode m);
+/* COOP_PROVIDER's provider name, NULL for any. */
+static inline const char *coop_config_provider(const struct coop_config *c)
+{
+	return c->provider == COOP_PROVIDER_KMOD ? "kmod" :
+	       c->provider == COOP_PROVIDER_SHM ? "shm" : NULL;
+}
+
+#endif

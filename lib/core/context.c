@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * context.c - the core's part of a context's life: configuration, pools,
+ * peers, the provider and our shared segment at init; connecting and
+ * mapping each peer; the clean good-bye (PKT_BYE, after all our packets:
+ * the rings are FIFO) and the teardown.  api/ctx.c runs the layers' parts
+ * in order.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+
+#define REQ_PREALLOC 1024
+#define REQ_MAX (1u << 20)
+#define PKT_MAX (1u << 24)
+#define WORK_SLOTS 256
+#define MIN_BOUNCE 65536
+
+static int init_pools(struct coop_context *ctx)
+{
+	if (coop_pool_init(&ctx->reqs, sizeof(struct coop_request),
+			   REQ_PREALLOC, REQ_MAX) ||
+	    coop_pool_init(&ctx->pkts, sizeof(struct coop_pkt_node), 256,
+			   PKT_MAX))
+		return COOP_ERR_NOMEM;
+	return COOP_SUCCESS;
+}
+
+static int init_peers(struct coop_context *ctx)
+{
+	int i;
+
+	ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
+	if (!ctx->peers)
+		return COOP_ERR_NOMEM;
+	for (i = 0; i < ctx->size; i++)
+		dlist_init(&ctx->peers[i].backlog);
+	return COOP_SUCCESS;
+}
+
+static int init_transport(struct coop_context *ctx)
+{
+	struct coop_config *cfg = &ctx->cfg;
+	size_t bsize = COOP_MAX(cfg->eager_max, MIN_BOUNCE);
+	int rc;
+
+	ctx->prov.rank = ctx->rank;
+	ctx->prov.nranks = ctx->size;
+	ctx->prov.flags = cfg->cma_off ? COOP_PROV_NO_COPY : 0;
+	ctx->prov.ring_slots = cfg->ring_slots;
+	ctx->prov.verbose = cfg->verbose;
+	rc = coop_provider_open(&ctx->prov, coop_config_provider(cfg),
+				ctx->key);
+	if (rc)
+		return COOP_ERR_PROVIDER;
+	rc = coop_seg_create(&ctx->seg, ctx->key, ctx->rank,
+			     cfg->bounce_slots, bsize, WORK_SLOTS);
+	if (rc) {
+		coop_log(ctx->rank, "cannot create shared segment: %s",
+			 strerror(-rc));
+		return COOP_ERR_NOMEM;
+	}
+	ctx->bslot_peer = calloc(cfg->bounce_slots, sizeof(uint16_t));
+	if (!ctx->bslot_peer)
+		return COOP_ERR_NOMEM;
+	return COOP_SUCCESS;
+}
+
+static void init_static_req(struct coop_context *ctx)
+{
+	struct coop_request *r = &ctx->done_req;
+
+	r->ctx = ctx;
+	r->is_static = 1;
+	r->complete = 1;
+	r->kind = REQ_SEND;
+	dlist_init(&r->link);
+	dlist_init(&r->alink);
+	dlist_init(&r->job.link);
+}
+
+static void on_bye(struct coop_context *ctx, const union coop_pkt *p)
+{
+	ctx->peers[p->h.src].said_bye = 1;
+}
+
+int coop_core_init(struct coop_context *ctx)
+{
+	int rc;
+
+	dlist_init(&ctx->jobs);
+	dlist_init(&ctx->inflight);
+	init_static_req(ctx);
+	coop_am_register(ctx, PKT_BYE, on_bye);
+	rc = coop_config_load(&ctx->cfg);
+	if (!rc)
+		rc = init_pools(ctx);
+	if (!rc)
+		rc = init_peers(ctx);
+	if (!rc)
+		rc = init_transport(ctx);
+	return rc;
+}
+
+int coop_core_connect_peer(struct coop_context *ctx, int r, const void *blob,
+			   size_t len)
+{
+	struct coop_peer *pe = &ctx->peers[r];
+	int rc;
+
+	rc = ctx->prov.ops->connect(&ctx->prov, r, blob, len);
+	if (rc) {
+		coop_log(ctx->rank, "cannot connect rank %d: %s", r,
+			 strerror(-rc));
+		return COOP_ERR_PROVIDER;
+	}
+	if (r == ctx->rank) {
+		pe->seg = ctx->seg;	/* shared view, not owned */
+	} else {
+		rc = coop_seg_map(&pe->seg, ctx->key, r);
+		if (rc) {
+			coop_log(ctx->rank, "cannot map segment of rank %d: %s",
+				 r, strerror(-rc));
+			return COOP_ERR_PROVIDER;
+		}
+	}
+	pe->copy_ok = ctx->prov.ops->copy_ok(&ctx->prov, r);
+	return COOP_SUCCESS;
+}
+
+void coop_core_connected(struct coop_context *ctx)
+{
+	/* Only now: kmod finds a rank's slot (ours too) by its connection. */
+	ctx->load = ctx->prov.ops->load_slot(&ctx->prov, ctx->rank);
+	if (!ctx->load)
+		coop_log(ctx->rank, "no load counters: copies are not "
+			 "accounted");
+	/* every rank of the job runs on this node: more of them than CPUs
+	 * and a waiting rank's CPU is not free (COOP-hybrid) */
+	ctx->undersubscribed = ctx->size <= sysconf(_SC_NPROCESSORS_ONLN);
+	ctx->connected = 1;
+}
+
+void coop_core_say_bye(struct coop_context *ctx)
+{
+	union coop_pkt pkt;
+	int p;
+
+	coop_flush_backlog(ctx);
+	for (p = 0; p < ctx->size; p++) {
+		if (p == ctx->rank || ctx->peers[p].dead)
+			continue;
+		coop_hdr_init(ctx, &pkt.h, PKT_BYE, 0, 0);
+		coop_send_pkt(ctx, p, &pkt);
+	}
+	coop_flush_backlog(ctx);
+}
+
+void coop_core_fini(struct coop_context *ctx)
+{
+	int i;
+
+	for (i = 0; ctx->peers && i < ctx->size; i++)
+		if (i != ctx->rank)
+			coop_seg_unmap(&ctx->peers[i].seg);
+	if (ctx->seg.base)
+		coop_seg_destroy(&ctx->seg);
+	if (ctx->prov.ops)
+		ctx->prov.ops->close(&ctx->prov);
+	coop_pool_destroy(&ctx->reqs);
+	coop_pool_destroy(&ctx->pkts);
+	free(ctx->bslot_peer);
+	free(ctx->peers);
+}

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * core.h - the core layer's interface: the objects every layer above
+ * shares (context, request, copy job), the progress engine with its
+ * packet-handler table, copy jobs, request completion, the shared
+ * segment, pools, configuration and the load counters.
+ *
+ * The core never names a protocol or an MPI call: the layers above
+ * register what it calls (as Open MPI's bml_register and UCX's
+ * UCP_DEFINE_AM do) - packet handlers by type (coop_am_register), one
+ * struct coop_proto_ops per protocol (coop_proto_register), a callback
+ * per copy job (struct coop_job_ops), a completion callback per request,
+ * and the upcalls of struct coop_upcalls.  File map: README.md here.
+ */
+#ifndef COOP_CORE_H
+#define COOP_CORE_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "coopmpi.h"
+#include "config.h"
+#include "pool.h"
+#include "provider.h"
+#include "shmseg.h"
+#include "wire.h"
+
+#define COOP_HIDDEN __attribute__((visibility("hidden")))
+
+struct coop_context;
+struct coop_request;
+struct coop_job;
+struct coop_msgdesc;		/* protocols/proto.h */
+struct coop_proto_state;	/* protocols/proto.h */
+struct coop_mpi_state;		/* mpi/mpi.h */
+
+/* Request kinds */
+enum { REQ_SEND = 1, REQ_RECV = 2 };
+
+/* A request flag of the library's own, beside the user's COOP_SEND_* and
+ * COOP_F_* in r->flags: the inner send of a buffered send. */
+#define REQ_F_BUFFERED_INNER	(1u << 31)
+
+/* Events a request still waits for (req->pending). */
+#define EV_LOCAL	0x01	/* our copy / fragment pushing not done */
+#define EV_PEER		0x02	/* the peer's FIN (or CTS/RTR first) */
+#define EV_ACK		0x04	/* synchronous send: match not confirmed */
+#define EV_MATCH	0x08	/* receive: not matched yet */
+#define EV_REVOKE	0x10	/* receive: RTR revoke handshake pending */
+
+/* ---------------- copy jobs (job.c) ---------------- */
+
+/* Copy job kinds */
+enum { JOB_NONE, JOB_READ, JOB_WRITE, JOB_PUSH,
+       JOB_OFFLOAD };	/* the engine copies: on the DMA lists, not jobs */
+
+struct coop_job_ops {
+	/* The job ran out of chunks or failed (j->err); it has left the
+	 * job list.  Every job has one. */
+	void (*done)(struct coop_job *j);
+	/* JOB_PUSH only: move [off, off + n) of the message some other way
+	 * than a copy (the bounce pipeline): 0 sent, -1 not now (retried),
+	 * or a COOP error. */
+	int (*push)(struct coop_job *j, uint64_t off, uint64_t n);
+};
+
+struct coop_job {
+	struct dlist link;	/* ctx->jobs, or the offload engine's lists */
+	struct coop_request *req;	/* whose data it moves */
+	const struct coop_job_ops *ops;
+	uint8_t kind;
+	uint8_t queued;		/* on ctx->jobs */
+	uint8_t side;		/* COOP: 0 receiver's range first, 1 sender's */
+	uint8_t help_only;	/* COOP: our range is empty (assisted RGET or
+				 * RPUT): we take chunks only when idle */
+	int peer;
+	char *local;		/* local buffer base */
+	struct coop_rkey key;	/* peer's region (READ/WRITE) */
+	uint64_t len;		/* bytes to move in total */
+	uint64_t chunk;
+	uint64_t cursor;	/* private claim cursor */
+	struct coop_work_slot *shared;	/* COOP: shared work slot, or NULL */
+	uint64_t charge;	/* bytes still in our load slot's pending_bytes */
+	int own_slot;		/* COOP receiver: index of that slot (ours) */
+	uint64_t done;		/* bytes this side copied */
+	int err;
+	/* OFFLOAD: cursor = bytes given to the engine, done = completed */
+	uint32_t pieces;	/* copies with the engine */
+	uint8_t notified;	/* the last, notifying copy is given */
+	struct coop_rkey nkey;	/* the receiver's notification area */
+	uint64_t noff;		/* our notification's offset in it */
+};
+
+/* What a job moves: its request's buffer with a peer's region. */
+struct coop_job_args {
+	int kind;		/* JOB_READ, JOB_WRITE, JOB_PUSH */
+	int peer;
+	char *local;
+	const struct coop_rkey *key;	/* NULL for JOB_PUSH */
+	uint64_t len;
+	struct coop_work_slot *shared;	/* COOP's work slot, or NULL */
+	uint64_t chunk;		/* 0: COOP_CHUNK */
+	const struct coop_job_ops *ops;
+};
+
+/* Start r->job: queued, its share charged to our pending load (unless
+ * r->precharged). */
+COOP_HIDDEN void coop_job_start(struct coop_request *r,
+				const struct coop_job_args *a);
+/* One chunk of copy work: 1 if some job made progress.  Jobs that only
+ * assist (help_only) take chunks when ctx->blocked and no job of ours
+ * has work of its own. */
+COOP_HIDDEN int coop_job_step(struct coop_context *ctx);
+/* Take j off the job list without its done callback (r fails). */
+COOP_HIDDEN void coop_job_cancel(struct coop_job *j);
+/* A cooperative job whose bytes are all copied ends normally (done
+ * callback), even if the partner is gone: 1 if it did. */
+COOP_HIDDEN int coop_job_try_finish(struct coop_job *j);
+
+/* ---------------- requests (request.c) ---------------- */
+
+/*
+ * Per-protocol request state: only the protocol in r->proto touches its
+ * member, which is zero when the request is activated.
+ */
+union coop_proto_req {
+	struct {		/* COOP-p2p */
+		uint64_t split;	/* the receiver's range is [0, split) */
+		uint32_t peer_slot;	/* sender: the receiver's work slot */
+		uint8_t holds_slot;	/* sender: FIN due for peer_slot */
+	} coop;
+	struct {		/* DMA receiver */
+		uint32_t nslot;	/* our notification slot */
+		uint8_t armed;
+	} dma;
+	struct {		/* STRIPE sender */
+		struct coop_job engine;	/* the offload engine's part */
+		uint64_t ns[3];	/* start, CPU part's end, engine part's end
+				 * (R adaptation) */
+	} stripe;
+};
+
+struct coop_request {
+	struct coop_pool_obj pobj;	/* must be first */
+	struct coop_context *ctx;
+	struct dlist link;	/* on a queue of a higher layer: the posted
+				 * receives, the RTR mode's waiting sends */
+	struct dlist alink;	/* ctx->inflight */
+	/* life cycle (core) */
+	uint8_t kind;
+	uint8_t is_static;	/* the shared "already complete" request */
+	uint8_t persistent;
+	uint8_t active;
+	uint8_t complete;
+	uint8_t user_freed;
+	uint8_t lkey_valid;
+	uint8_t precharged;	/* the receiver put our share of the copy in
+				 * our pending load already (COOP-load) */
+	unsigned pending;	/* EV_* */
+	int err;		/* first error */
+	coop_status_t status;
+	/* called at completion instead of the user's handling: the owner
+	 * (a buffered send's inner request) takes the request over */
+	void (*complete_cb)(struct coop_request *r);
+	/* the message (MPI semantics) */
+	unsigned flags;		/* user flags (mode, COOP_F_BLOCKING) */
+	int peer;		/* dest / source (may be COOP_ANY_SOURCE) */
+	int tag;
+	uint16_t comm;
+	void *buf;
+	size_t len;		/* send length / receive capacity */
+	uint32_t seq;		/* RTR ticket */
+	uint8_t ticketed;
+	uint8_t rtr_out;	/* receive advertised itself with an RTR */
+	uint8_t cancel_wanted;
+	uint8_t wildcard;	/* receive counted in a suspension counter */
+	void *owner_data;	/* buffered send: its block */
+	/* the protocol */
+	uint8_t proto;		/* enum coop_proto */
+	uint8_t rts_sent;	/* send: an RTS went out */
+	uint32_t rid;		/* the peer's request id */
+	uint64_t xfer;		/* bytes moved by the rendezvous */
+	struct coop_rkey lkey;	/* our region (registered) */
+	struct coop_job job;
+	union coop_proto_req u;
+};
+
+COOP_HIDDEN struct coop_request *coop_req_new(struct coop_context *ctx,
+					      int kind);
+COOP_HIDDEN void coop_req_free(struct coop_request *r);
+COOP_HIDDEN uint32_t coop_req_id(const struct coop_request *r);
+COOP_HIDDEN struct coop_request *coop_req_lookup(struct coop_context *ctx,
+						 uint32_t id);
+/* Clear events; complete the request when none is left. */
+COOP_HIDDEN void coop_req_event(struct coop_request *r, unsigned ev);
+COOP_HIDDEN void coop_req_set_error(struct coop_request *r, int err);
+/* Fail a pending request: unlink it from every queue and complete it. */
+COOP_HIDDEN void coop_req_fail(struct coop_request *r, int err);
+COOP_HIDDEN void coop_req_activate(struct coop_request *r);
+/* r leaves the higher layer's queue it is on, if any (upcalls.unlink). */
+COOP_HIDDEN void coop_req_unlink(struct coop_request *r);
+/* Register r's buffer with the provider (r->lkey) once: a COOP error. */
+COOP_HIDDEN int coop_req_reg(struct coop_request *r, unsigned access);
+
+/* ---------------- protocols and upcalls ---------------- */
+
+/* What the core asks of a protocol (one per enum coop_proto). */
+struct coop_proto_ops {
+	const char *name;
+	/* Receiver: answer an RTS that met receive r (r->xfer set) with
+	 * this protocol: 0 started, -1 not possible now (the caller falls
+	 * back to another protocol), or a COOP error. */
+	int (*matched)(struct coop_request *r, const struct coop_msgdesc *m,
+		       uint64_t split);
+	/* Sender: the CTS answering r with this protocol came in. */
+	void (*on_cts)(struct coop_request *s, const struct coop_pkt_cts *p);
+	/* r completes or fails: give back what the protocol holds. */
+	void (*release)(struct coop_request *r);
+	/* The enum coop_protocol status and statistics report; NULL: the
+	 * protocol itself. */
+	int (*reported)(const struct coop_request *r);
+};
+
+COOP_HIDDEN void coop_proto_register(struct coop_context *ctx,
+				     enum coop_proto p,
+				     const struct coop_proto_ops *ops);
+
+typedef void (*coop_am_handler_t)(struct coop_context *ctx,
+				  const union coop_pkt *pkt);
+/* Packets of this type go to h (the last registration wins). */
+COOP_HIDDEN void coop_am_register(struct coop_context *ctx, uint8_t type,
+				  coop_am_handler_t h);
+
+typedef void (*coop_peer_gone_cb)(struct coop_context *ctx, int peer);
+#define COOP_PEER_GONE_MAX 4
+/* cb runs when a peer died or finalized, before the requests that
+ * depend on it fail (in registration order). */
+COOP_HIDDEN void coop_on_peer_gone(struct coop_context *ctx,
+				   coop_peer_gone_cb cb);
+
+/* Calls of the core into the layers above (NULL: none). */
+struct coop_upcalls {
+	/* r leaves the higher layer's queue it is on (r->link): it failed,
+	 * or a FIN completed it before it matched.  NULL: plain unlinking. */
+	void (*unlink)(struct coop_request *r);
+	/* More progress of a higher layer, run by every progress step (the
+	 * offload engine's completions and notifications): events handled. */
+	int (*progress)(struct coop_context *ctx);
+	/* Has that layer work that ends without a message to us?  Blocked
+	 * callers then sleep at most 1 ms at a time. */
+	int (*silent_work)(const struct coop_context *ctx);
+};
+
+/* ---------------- the context ---------------- */
+
+struct coop_pkt_node {
+	struct coop_pool_obj pobj;
+	struct dlist link;
+	union coop_pkt pkt;
+};
+
+struct coop_peer {
+	struct coop_seg seg;	/* the peer's segment, mapped */
+	struct dlist backlog;	/* packets waiting for ring space */
+	unsigned nbacklog;
+	int dead;
+	int death_handled;
+	int said_bye;		/* finalized cleanly (PKT_BYE) */
+	int copy_ok;
+};
+
+struct coop_context {
+	struct coop_config cfg;
+	struct coop_provider prov;
+	int rank, size;
+	uint64_t key;
+	uint64_t cfg_hash;
+	int connected;
+	struct coop_seg seg;
+	struct coop_peer *peers;
+	uint16_t *bslot_peer;	/* bounce slot -> peer it was lent to */
+	struct coop_pool reqs, pkts;
+	struct dlist jobs;	/* active copy jobs, oldest first */
+	struct dlist inflight;	/* active requests */
+	unsigned nbacklogged;	/* peers with a backlog */
+	struct coopmpi_load_slot *load;
+	struct coop_request done_req;	/* static, always complete */
+	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
+	coop_stats_t stats;	/* coop_get_stats() */
+	unsigned idle;
+	int blocked;		/* inside a completion call's progress step:
+				 * assisting jobs may copy (job.c) */
+	int undersubscribed;	/* no more ranks than CPUs on the node */
+	unsigned empty_polls;
+	unsigned deaths;	/* peers marked dead, not yet handled */
+	uint64_t last_check_ns;
+	/* what the layers above registered */
+	coop_am_handler_t am[PKT_TYPE_MAX];
+	const struct coop_proto_ops *protos[PROTO_COUNT];
+	coop_peer_gone_cb peer_gone[COOP_PEER_GONE_MAX];
+	unsigned npeer_gone;
+	struct coop_upcalls up;
+	/* their state */
+	struct coop_proto_state *proto;
+	struct coop_mpi_state *mpi;
+};
+
+static inline const struct coop_proto_ops *
+coop_proto_ops(const struct coop_context *ctx, unsigned p)
+{
+	return p < PROTO_COUNT ? ctx->protos[p] : NULL;
+}
+
+/* ---------------- progress (progress.c) ---------------- */
+
+COOP_HIDDEN int coop_send_pkt(struct coop_context *ctx, int peer,
+			      union coop_pkt *pkt);
+COOP_HIDDEN int coop_progress_once(struct coop_context *ctx);
+/* Called in a blocked loop when progress found nothing to do. */
+COOP_HIDDEN void coop_idle(struct coop_context *ctx);
+COOP_HIDDEN void coop_peer_failed(struct coop_context *ctx, int peer);
+COOP_HIDDEN void coop_check_peers(struct coop_context *ctx);
+COOP_HIDDEN void coop_hdr_init(struct coop_context *ctx,
+			       struct coop_pkt_hdr *h, uint8_t type,
+			       uint16_t comm, int tag);
+/* Until all backlogged packets went out (or their peers died). */
+COOP_HIDDEN void coop_flush_backlog(struct coop_context *ctx);
+
+/* ---------------- context (context.c) ---------------- */
+
+/* The core's part of coop_init: configuration, pools, peers, the
+ * provider and our segment; the packets the core handles itself. */
+COOP_HIDDEN int coop_core_init(struct coop_context *ctx);
+/* ... of coop_connect: connect and map rank r from its provider blob. */
+COOP_HIDDEN int coop_core_connect_peer(struct coop_context *ctx, int r,
+				       const void *blob, size_t len);
+/* ... after all peers are connected. */
+COOP_HIDDEN void coop_core_connected(struct coop_context *ctx);
+/* Finalize: send what is backlogged, then PKT_BYE to every live peer. */
+COOP_HIDDEN void coop_core_say_bye(struct coop_context *ctx);
+/* After the layers above released what they hold of the provider. */
+COOP_HIDDEN void coop_core_fini(struct coop_context *ctx);
+
+/* ---------------- load counters (load.c) ---------------- */
+
+/* A rank's load: pending copy bytes + decayed copy history. */
+COOP_HIDDEN uint64_t coop_load_score(struct coop_context *ctx, int rank,
+				     uint64_t now);
+/* This rank copied n bytes at time now (its history). */
+COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
+				       uint64_t now);
+/* Add bytes (may be negative) to rank's pending copy load. */
+COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
+				     int64_t bytes);
+/* COOP-load's rule: the receiver's share of n bytes that levels the
+ * sender's load ls and the receiver's lr (0..n). */
+COOP_HIDDEN uint64_t coop_load_level_share(uint64_t ls, uint64_t lr,
+					   uint64_t n);
+/* Are the node's offload engines busy (COOP_OFFLOAD_BUSY)? */
+COOP_HIDDEN int coop_load_offload_busy(const struct coop_context *ctx);
+
+/* Convert a negative errno from the provider into a COOP error. */
+static inline int coop_err_from_errno(int e)
+{
+	switch (e) {
+	case -ESRCH:
+	case -EPIPE:
+	case -ENXIO:
+		return COOP_ERR_PEER_DEAD;
+	case -EFAULT:
+	case -ERANGE:
+	case -EACCES:
+		return COOP_ERR_COPY;
+	case -ENOMEM:
+		return COOP_ERR_NOMEM;
+	default:
+		return COOP_ERR_PROVIDER;
+	}
+}
+
+#endif

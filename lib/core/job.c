@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * job.c - copy jobs: the data movement of the rendezvous protocols.
+ *
+ * A job copies len bytes between a local buffer and a peer's region in
+ * chunks, one chunk per progress step, so control packets from every peer
+ * keep flowing during large copies (COOP-chunked; COOP_CHUNK bounds the
+ * copy done without looking at the mailbox).  A single-sided job (RGET,
+ * RPUT, RTR, pipeline) claims chunks from a private cursor; a cooperative
+ * one (COOP-p2p) from the two ranges of the shared work slot, its own
+ * range first, then the partner's (claim_range), so a side that falls
+ * behind is helped; both add what they copied to the slot's done counter,
+ * and each side's job ends when done reaches the length: neither needs
+ * the other's FIN (nor its progress) to complete.  A job that ends calls
+ * its owner's done callback (struct coop_job_ops): the core does not
+ * know what a protocol does next.
+ *
+ * Load counters (COOP-load's input): a job charges its expected share
+ * (single-sided: everything; cooperative: its own range) to this rank's
+ * pending_bytes when it starts - unless the receiver charged it already
+ * when it chose the protocol (r->precharged), so that decisions taken
+ * meanwhile see it - and discharges it as its chunks are copied; the rest
+ * leaves when the job ends.  total_* only grow: one op per job here,
+ * unless the provider's copy() charges them itself (kmod: one op per COPY
+ * ioctl), which adding here would count twice.  Every copied byte also
+ * enters the rank's decayed copy history (load.c).
+ */
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core.h"
+
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define SUB(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_RELAXED)
+
+/* Our expected share of the bytes: what we charge to our pending load. */
+static uint64_t job_share(const struct coop_job *j)
+{
+	if (!j->shared)
+		return j->len;
+	return j->side ? j->len - j->shared->split : j->shared->split;
+}
+
+void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
+{
+	struct coop_context *ctx = r->ctx;
+	struct coop_job *j = &r->job;
+
+	memset(j, 0, sizeof(*j));
+	j->req = r;
+	j->ops = a->ops;
+	j->kind = (uint8_t)a->kind;
+	j->peer = a->peer;
+	j->local = a->local;
+	if (a->key)
+		j->key = *a->key;
+	j->len = a->len;
+	j->shared = a->shared;
+	j->side = a->kind == JOB_WRITE;
+	j->own_slot = -1;
+	j->chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
+	j->charge = job_share(j);
+	j->help_only = a->shared && !j->charge;
+	j->queued = 1;
+	dlist_add_tail(&ctx->jobs, &j->link);
+	if (ctx->load) {
+		ADD(&ctx->load->pending_ops, 1);
+		if (!r->precharged)
+			ADD(&ctx->load->pending_bytes, j->charge);
+	}
+}
+
+/* n bytes of ours are copied: they leave the pending load. */
+static void job_discharge(struct coop_context *ctx, struct coop_job *j,
+			  uint64_t n)
+{
+	n = COOP_MIN(n, j->charge);
+	j->charge -= n;
+	if (ctx->load && n)
+		SUB(&ctx->load->pending_bytes, n);
+}
+
+/* Must we add this job's copies to total_*?  Not when the provider's
+ * copy() does; bounce pushes never go through it. */
+static int job_counts_totals(const struct coop_context *ctx,
+			     const struct coop_job *j)
+{
+	return j->kind == JOB_PUSH ||
+	       !(ctx->prov.caps & COOP_PROV_CAP_KERNEL_TOTALS);
+}
+
+static void job_unqueue(struct coop_job *j)
+{
+	struct coop_context *ctx;
+
+	if (!j->queued)
+		return;		/* never started (j->req unset), or ended */
+	ctx = j->req->ctx;
+	j->queued = 0;
+	dlist_del(&j->link);
+	if (j->shared && j->own_slot >= 0)	/* our use of our slot ends */
+		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
+	job_discharge(ctx, j, j->charge);
+	if (ctx->load) {
+		SUB(&ctx->load->pending_ops, 1);
+		if (job_counts_totals(ctx, j))
+			ADD(&ctx->load->total_ops, 1);
+	}
+}
+
+void coop_job_cancel(struct coop_job *j)
+{
+	job_unqueue(j);
+}
+
+static void job_finish(struct coop_job *j)
+{
+	job_unqueue(j);
+	j->ops->done(j);
+}
+
+int coop_job_try_finish(struct coop_job *j)
+{
+	if (!j->queued || !j->shared ||
+	    __atomic_load_n(&j->shared->done, __ATOMIC_ACQUIRE) < j->len)
+		return 0;
+	job_finish(j);
+	return 1;
+}
+
+/* Claim a chunk of one range of a cooperative transfer (side 0: the
+ * receiver's, 1: the sender's): its offset, or UINT64_MAX. */
+static uint64_t claim_range(struct coop_job *j, int side, uint64_t *n)
+{
+	struct coop_work_slot *w = j->shared;
+	uint64_t *cursor = side ? &w->snext : &w->next;
+	uint64_t end = side ? w->len : w->split, off;
+
+	/* a finished range's cursor is not pushed further on every poll */
+	if (__atomic_load_n(cursor, __ATOMIC_RELAXED) >= end)
+		return UINT64_MAX;
+	off = __atomic_fetch_add(cursor, j->chunk, __ATOMIC_RELAXED);
+	if (off >= end)
+		return UINT64_MAX;
+	*n = COOP_MIN(j->chunk, end - off);
+	return off;
+}
+
+/* Claim the next chunk: its offset, or UINT64_MAX when none is to be
+ * had.  Cooperative jobs take their own range first, then help with the
+ * partner's (a help_only job only when help is allowed). */
+static uint64_t job_claim(struct coop_job *j, uint64_t *n, int help)
+{
+	uint64_t off;
+
+	if (j->shared) {
+		off = claim_range(j, j->side, n);
+		if (off != UINT64_MAX || (j->help_only && !help))
+			return off;
+		return claim_range(j, !j->side, n);
+	}
+	off = j->cursor;
+	if (off >= j->len)
+		return UINT64_MAX;
+	j->cursor = off + j->chunk;
+	*n = COOP_MIN(j->chunk, j->len - off);
+	return off;
+}
+
+static int job_copy(struct coop_context *ctx, struct coop_job *j,
+		    uint64_t off, uint64_t n)
+{
+	struct iovec iov = { j->local + off, n };
+	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
+						       COOP_COPY_TO_PEER;
+	uint64_t t0 = coop_now_ns(), t1;
+	ssize_t rc;
+
+	rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key, off, &iov, 1,
+				 n, dir);
+	t1 = coop_now_ns();
+	ctx->stats.copy_ns += t1 - t0;
+	coop_load_history_add(ctx, rc < 0 ? 0 : n, t1);
+	if (rc < 0) {
+		if (rc == -ESRCH || rc == -EPIPE)
+			coop_peer_failed(ctx, j->peer);
+		return coop_err_from_errno((int)rc);
+	}
+	return COOP_SUCCESS;
+}
+
+/* JOB_PUSH: one fragment by the owner's push callback. */
+static int job_push(struct coop_context *ctx, struct coop_job *j)
+{
+	uint64_t n = COOP_MIN(j->chunk, j->len - COOP_MIN(j->cursor, j->len));
+	int rc;
+
+	if (j->cursor >= j->len) {
+		job_finish(j);
+		return 1;
+	}
+	rc = j->ops->push(j, j->cursor, n);
+	if (rc < 0)
+		return 0;	/* no room now: retry later */
+	j->cursor += n;
+	j->done += n;
+	job_discharge(ctx, j, n);
+	if (rc) {
+		j->err = rc;
+		job_finish(j);
+	}
+	return 1;
+}
+
+/* One chunk of job j: 1 progress made, 0 stalled. */
+static int job_run(struct coop_context *ctx, struct coop_job *j, int help)
+{
+	uint64_t n = 0, off;
+	int rc;
+
+	if (j->kind == JOB_PUSH)
+		return job_push(ctx, j);
+	off = job_claim(j, &n, help);
+	if (off == UINT64_MAX) {
+		/* cooperative: done when the partner's chunks are in too */
+		if (j->shared && __atomic_load_n(&j->shared->done,
+						 __ATOMIC_ACQUIRE) < j->len)
+			return 0;
+		job_finish(j);
+		return 1;
+	}
+	rc = job_copy(ctx, j, off, n);
+	job_discharge(ctx, j, n);
+	if (ctx->load && job_counts_totals(ctx, j))
+		ADD(&ctx->load->total_bytes, n);
+	if (!j->done)
+		ctx->stats.copy_jobs++;
+	j->done += n;
+	ctx->stats.copy_bytes += n;
+	if (rc) {
+		j->err = rc;
+		job_finish(j);
+	} else if (j->shared) {
+		__atomic_fetch_add(&j->shared->done, n, __ATOMIC_RELEASE);
+	}
+	return 1;
+}
+
+/* One chunk of the first job that can make progress; that job goes to
+ * the back, so concurrent jobs take turns and a job that only waits for
+ * its partner's chunks (COOP-p2p) notices their end behind a long one.
+ * help: assisting jobs may take chunks of their partner's range too. */
+static int job_pass(struct coop_context *ctx, int help)
+{
+	struct dlist *pos, *tmp;
+
+	dlist_for_each_safe(pos, tmp, &ctx->jobs) {
+		struct coop_job *j = container_of(pos, struct coop_job, link);
+
+		if (job_run(ctx, j, help)) {
+			if (j->queued) {
+				dlist_del(&j->link);
+				dlist_add_tail(&ctx->jobs, &j->link);
+			}
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int coop_job_step(struct coop_context *ctx)
+{
+	return job_pass(ctx, 0) || (ctx->blocked && job_pass(ctx, 1));
+}

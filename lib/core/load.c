@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * load.c - the load counters as the protocols read and charge them
+ * (COOP-load, offload busy): a rank's load is its pending copy bytes
+ * (per-node counters page) plus its decayed copy history (kept in its
+ * shared segment, readable by every peer).
+ *
+ * Why a history term: pending bytes only show work assigned at the
+ * instant of a decision; in an iterative exchange every queue is empty
+ * when an iteration starts, so the same ranks would be picked every time
+ * and the imbalance repeat.  The history (bytes copied, halving every
+ * COOP_LOAD_HISTORY ms; 0 = pending only) carries it forward so choices
+ * even out over iterations, as a fair-share scheduler does.
+ */
+#include "core.h"
+
+/* v halved every half ns of dt; linear between halvings (within 6%). */
+static uint64_t decay(uint64_t v, uint64_t dt, uint64_t half)
+{
+	uint64_t k = dt / half;
+
+	if (k >= 64)
+		return 0;
+	v >>= k;
+	return (uint64_t)((double)v *
+			  (1.0 - 0.5 * (double)(dt % half) / (double)half));
+}
+
+void coop_load_history_add(struct coop_context *ctx, uint64_t n,
+			   uint64_t now)
+{
+	struct coop_seg_hdr *h = ctx->seg.hdr;
+	uint64_t half = ctx->cfg.load_history_ns, v;
+
+	if (!half || !h)
+		return;
+	v = decay(h->hist_bytes, now - h->hist_ns, half) + n;
+	__atomic_store_n(&h->hist_bytes, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->hist_ns, now, __ATOMIC_RELAXED);
+}
+
+static uint64_t history(const struct coop_seg_hdr *h, uint64_t half,
+			uint64_t now)
+{
+	uint64_t t, v;
+
+	if (!half || !h)
+		return 0;
+	t = __atomic_load_n(&h->hist_ns, __ATOMIC_RELAXED);
+	v = __atomic_load_n(&h->hist_bytes, __ATOMIC_RELAXED);
+	return decay(v, now > t ? now - t : 0, half);
+}
+
+uint64_t coop_load_score(struct coop_context *ctx, int rank, uint64_t now)
+{
+	const struct coopmpi_load_slot *ls =
+		ctx->prov.ops->load_slot(&ctx->prov, rank);
+	const struct coop_seg_hdr *h = rank == ctx->rank ?
+		ctx->seg.hdr : ctx->peers[rank].seg.hdr;
+	uint64_t pend = ls ? __atomic_load_n(&ls->pending_bytes,
+					     __ATOMIC_RELAXED) : 0;
+
+	if (pend >> 62)		/* a discharge overtook its charge */
+		pend = 0;
+	return pend + history(h, ctx->cfg.load_history_ns, now);
+}
+
+/* The receiver's share x of n that levels the loads: lr + x = ls + n - x */
+uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n)
+{
+	double x = ((double)ls - (double)lr + (double)n) / 2;
+
+	if (x <= 0)
+		return 0;
+	return x >= (double)n ? n : (uint64_t)x;
+}
+
+void coop_load_precharge(struct coop_context *ctx, int rank, int64_t bytes)
+{
+	struct coopmpi_load_slot *ls = ctx->prov.ops->load_slot(&ctx->prov,
+								 rank);
+
+	if (ls && bytes)
+		__atomic_fetch_add(&ls->pending_bytes, (uint64_t)bytes,
+				   __ATOMIC_RELAXED);
+}
+
+/* Adaptive offload (seed 000 sec. II-B3): the driver counts the engine's
+ * bytes in flight node-wide; from COOP_OFFLOAD_BUSY on, no new transfer
+ * is given to the engine, so concurrent ones do not pile onto it. */
+int coop_load_offload_busy(const struct coop_context *ctx)
+{
+	struct coop_provider *p = (struct coop_provider *)&ctx->prov;
+	struct coopmpi_offload_counters *o;
+
+	if (!ctx->cfg.offload_busy || !p->ops->offload)
+		return 0;
+	o = p->ops->offload(p);
+	return o && __atomic_load_n(&o->dma_bytes, __ATOMIC_RELAXED) >=
+			    ctx->cfg.offload_busy;
+}

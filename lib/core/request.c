@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * request.c - request objects: pool allocation, wire ids, completion by
+ * events, failure.  A request completes when all the events it waits for
+ * (req->pending, EV_*) have happened; failing it unlinks it from every
+ * queue it may sit on.  What a protocol holds is given back by its
+ * registered release callback, whatever the outcome.
+ */
+#include <string.h>
+
+#include "core.h"
+
+#define ID_INDEX_BITS 20
+#define ID_INDEX_MASK ((1u << ID_INDEX_BITS) - 1)
+#define ID_GEN_MASK ((1u << (32 - ID_INDEX_BITS)) - 1)
+
+struct coop_request *coop_req_new(struct coop_context *ctx, int kind)
+{
+	struct coop_request *r = coop_pool_get(&ctx->reqs);
+
+	if (!r)
+		return NULL;
+	r->ctx = ctx;
+	r->kind = (uint8_t)kind;
+	dlist_init(&r->link);
+	dlist_init(&r->alink);
+	dlist_init(&r->job.link);
+	return r;
+}
+
+void coop_req_free(struct coop_request *r)
+{
+	if (r->is_static)
+		return;
+	coop_pool_put(&r->ctx->reqs, r);
+}
+
+uint32_t coop_req_id(const struct coop_request *r)
+{
+	return (r->pobj.index & ID_INDEX_MASK) |
+	       ((r->pobj.gen & ID_GEN_MASK) << ID_INDEX_BITS);
+}
+
+struct coop_request *coop_req_lookup(struct coop_context *ctx, uint32_t id)
+{
+	struct coop_request *r;
+
+	r = coop_pool_at(&ctx->reqs, id & ID_INDEX_MASK);
+	/* the wire carries the generation modulo its bits */
+	if (!r || !r->pobj.in_use || !r->active ||
+	    (r->pobj.gen & ID_GEN_MASK) != id >> ID_INDEX_BITS)
+		return NULL;
+	return r;
+}
+
+void coop_req_activate(struct coop_request *r)
+{
+	struct coop_context *ctx = r->ctx;
+
+	r->active = 1;
+	r->complete = 0;
+	r->err = COOP_SUCCESS;
+	r->pending = 0;
+	r->rtr_out = r->ticketed = r->rts_sent = r->wildcard = 0;
+	r->cancel_wanted = 0;
+	r->precharged = 0;
+	r->lkey_valid = 0;
+	r->xfer = 0;
+	r->proto = PROTO_NONE;
+	memset(&r->job, 0, sizeof(r->job));
+	dlist_init(&r->job.link);
+	memset(&r->u, 0, sizeof(r->u));
+	r->status.source = r->peer;
+	r->status.tag = r->tag;
+	r->status.count = 0;
+	r->status.error = COOP_SUCCESS;
+	r->status.cancelled = 0;
+	r->status.protocol = COOP_PROTOCOL_NONE;
+	dlist_add_tail(&ctx->inflight, &r->alink);
+}
+
+void coop_req_set_error(struct coop_request *r, int err)
+{
+	if (err && !r->err)
+		r->err = err;
+}
+
+int coop_req_reg(struct coop_request *r, unsigned access)
+{
+	struct coop_context *ctx = r->ctx;
+	int rc;
+
+	if (r->lkey_valid)
+		return COOP_SUCCESS;
+	rc = ctx->prov.ops->reg(&ctx->prov, r->buf, r->len, access, &r->lkey);
+	if (rc)
+		return coop_err_from_errno(rc);
+	r->lkey_valid = 1;
+	return COOP_SUCCESS;
+}
+
+static void req_release_resources(struct coop_request *r)
+{
+	struct coop_context *ctx = r->ctx;
+	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->proto);
+
+	if (r->lkey_valid) {
+		ctx->prov.ops->dereg(&ctx->prov, &r->lkey);
+		r->lkey_valid = 0;
+	}
+	if (ops && ops->release)
+		ops->release(r);
+}
+
+/* status.protocol and the per-protocol message counts */
+static void req_account(struct coop_request *r)
+{
+	struct coop_context *ctx = r->ctx;
+	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->proto);
+	int p = ops && ops->reported ? ops->reported(r) : r->proto;
+
+	if (p >= COOP_PROTOCOL_COUNT)
+		p = PROTO_NONE;
+	r->status.protocol = p;
+	if (p == PROTO_NONE || r->err)
+		return;
+	if (r->kind == REQ_SEND)
+		ctx->stats.sent[p]++;
+	else
+		ctx->stats.received[p]++;
+}
+
+static void req_complete(struct coop_request *r)
+{
+	req_account(r);
+	req_release_resources(r);
+	dlist_del(&r->alink);
+	r->status.error = r->err;
+	r->complete = 1;
+	if (r->complete_cb) {
+		r->complete_cb(r);
+	} else if (r->user_freed) {
+		r->active = 0;
+		if (!r->persistent)
+			coop_req_free(r);
+	}
+}
+
+void coop_req_event(struct coop_request *r, unsigned ev)
+{
+	if (!(r->pending & ev))
+		return;
+	r->pending &= ~ev;
+	if (!r->pending)
+		req_complete(r);
+}
+
+void coop_req_unlink(struct coop_request *r)
+{
+	if (!dlist_linked(&r->link))
+		return;
+	if (r->ctx->up.unlink)
+		r->ctx->up.unlink(r);
+	else
+		dlist_del(&r->link);
+}
+
+void coop_req_fail(struct coop_request *r, int err)
+{
+	if (r->complete || !r->active)
+		return;
+	coop_req_set_error(r, err);
+	coop_req_unlink(r);
+	coop_job_cancel(&r->job);
+	r->pending = 0;
+	req_complete(r);
+}

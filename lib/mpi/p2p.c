@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * p2p.c - starting sends and receives, and a receive meeting its message
+ * (the arrival handlers of EAGER, EAGER_BB and RTS packets), plus the
+ * layer's set-up and teardown.
+ *   send: eager inline -> eager bounce -> (buffered: copy to the attached
+ *         buffer) -> RTR already queued (RTR mode) -> rendezvous RTS.
+ *   receive: unexpected queue first, else post (and maybe send an RTR).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+
+static void complete_now(struct coop_request *r)
+{
+	r->pending |= EV_LOCAL;
+	coop_req_event(r, EV_LOCAL);
+}
+
+int coop_p2p_send_rndv(struct coop_context *ctx, struct coop_request *r)
+{
+	if (ctx->proto->rtr && coop_rtr_take(ctx, r))
+		return COOP_SUCCESS;	/* the receiver asked first: write */
+	return coop_rndv_send(ctx, r);
+}
+
+int coop_p2p_send_start(struct coop_context *ctx, struct coop_request *r)
+{
+	int rc;
+
+	if (r->peer == COOP_PROC_NULL) {
+		complete_now(r);
+		return COOP_SUCCESS;
+	}
+	if (ctx->peers[r->peer].dead) {
+		coop_req_fail(r, COOP_ERR_PEER_DEAD);
+		return COOP_ERR_PEER_DEAD;
+	}
+	if (ctx->proto->rtr) {
+		/* an RTR for this send may sit in our ring: take it in first,
+		 * before this send is numbered, so no RTS is wasted */
+		if (r->len > ctx->cfg.eager_max)
+			coop_progress_once(ctx);
+		r->seq = coop_rtr_send_seq(ctx, r->comm, r->peer, r->tag, 0);
+	}
+	rc = coop_eager_send(ctx, r);
+	if (rc < 0) {
+		coop_req_fail(r, -rc);
+		return -rc;
+	}
+	if (rc > 0) {
+		if (ctx->proto->rtr)
+			coop_rtr_prune(ctx, r->comm, r->peer, r->tag, r->seq);
+		return COOP_SUCCESS;
+	}
+	if (r->flags & COOP_SEND_BUFFERED)
+		return coop_bsend_start(ctx, r);
+	rc = coop_p2p_send_rndv(ctx, r);
+	if (rc)
+		coop_req_fail(r, rc);
+	return rc;
+}
+
+void coop_p2p_recv_deliver(struct coop_request *r, const struct coop_msgdesc *m)
+{
+	r->status.source = m->src;
+	r->status.tag = m->tag;
+	if (m->type == PKT_RTS)
+		coop_rndv_matched(r, m);
+	else
+		coop_eager_deliver(r, m);
+}
+
+void coop_p2p_recv_post(struct coop_context *ctx, struct coop_request *r)
+{
+	struct coop_message *u;
+
+	r->pending |= EV_MATCH;
+	if (r->peer == COOP_PROC_NULL) {
+		r->status.source = COOP_PROC_NULL;
+		r->status.tag = COOP_ANY_TAG;
+		coop_req_event(r, EV_MATCH);
+		return;
+	}
+	u = coop_match_unexpected(ctx, r->peer, r->tag, r->comm);
+	if (u) {
+		dlist_del(&u->link);
+		coop_match_consumed(ctx, &u->d);
+		coop_p2p_recv_deliver(r, &u->d);
+		coop_pool_put(&ctx->proto->msgs, u);
+		return;
+	}
+	if (r->peer != COOP_ANY_SOURCE && ctx->peers[r->peer].dead) {
+		coop_req_fail(r, COOP_ERR_PEER_DEAD);
+		return;
+	}
+	if (coop_match_post(ctx, r))
+		coop_rtr_send(ctx, r);
+}
+
+/* A message arrives: the oldest posted receive it matches, else the
+ * unexpected queue. */
+static void on_arrival(struct coop_context *ctx, const union coop_pkt *p)
+{
+	struct coop_msgdesc md, *m = &md;
+	struct coop_request *r;
+
+	coop_proto_describe(m, p);
+	r = coop_match_posted(ctx, m);
+
+	if (!r) {
+		if (coop_match_add_unexpected(ctx, m)) {
+			coop_log(ctx->rank, "out of memory: message from %d "
+				 "dropped", m->src);
+			coop_eager_discard(ctx, m);
+		}
+		return;
+	}
+	/* count the message before unposting: that may lift a suspension
+	 * and number the receives waiting behind r */
+	coop_match_consumed(ctx, m);
+	coop_match_unpost(ctx, r);
+	coop_p2p_recv_deliver(r, m);
+}
+
+int coop_mpi_layer_init(struct coop_context *ctx)
+{
+	struct coop_mpi_state *ms = calloc(1, sizeof(*ms));
+
+	if (!ms)
+		return COOP_ERR_NOMEM;
+	ctx->mpi = ms;
+	dlist_init(&ms->prq);
+	dlist_init(&ms->umq);
+	dlist_init(&ms->bs.blocks);
+	coop_am_register(ctx, PKT_EAGER, on_arrival);
+	coop_am_register(ctx, PKT_EAGER_BB, on_arrival);
+	coop_am_register(ctx, PKT_RTS, on_arrival);
+	coop_cancel_register(ctx);
+	ctx->up.unlink = coop_match_unlink;
+	return COOP_SUCCESS;
+}
+
+/* Give back the peers' bounce slots still held by unexpected messages. */
+static void drop_unexpected(struct coop_context *ctx)
+{
+	struct dlist *umq = &ctx->mpi->umq;
+
+	while (!dlist_empty(umq)) {
+		struct coop_message *u = container_of(umq->next,
+						      struct coop_message,
+						      link);
+
+		dlist_del(&u->link);
+		coop_eager_discard(ctx, &u->d);
+		coop_pool_put(&ctx->proto->msgs, u);
+	}
+}
+
+void coop_mpi_finalize(struct coop_context *ctx)
+{
+	coop_bsend_fini(ctx);
+	coop_core_say_bye(ctx);
+	drop_unexpected(ctx);
+}
+
+void coop_mpi_layer_fini(struct coop_context *ctx)
+{
+	free(ctx->mpi);
+	ctx->mpi = NULL;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * eager.c - eager protocols.
+ *   inline (Env+D): envelope and up to 48 bytes of data in one packet
+ *                   (44 for synchronous sends, which carry their request
+ *                   id for the ACK);
+ *   bounce:         the sender copies the data into one of its shared
+ *                   bounce slots and sends the envelope + slot number; the
+ *                   receiver copies out and frees the slot.  Up to
+ *                   COOP_EAGER_MAX bytes; when no slot is free the message
+ *                   goes by rendezvous instead (no waiting, no deadlock).
+ * Standard/ready/buffered eager sends complete at once; synchronous ones
+ * when the receiver's ACK says a receive matched.
+ */
+#include <string.h>
+
+#include "proto.h"
+
+static size_t inline_max(unsigned flags)
+{
+	return (flags & COOP_SEND_SYNC) ? PKT_INLINE_SYNC_MAX : PKT_INLINE_MAX;
+}
+
+static void send_done(struct coop_request *r, int sync)
+{
+	r->proto = PROTO_EAGER;
+	if (sync) {
+		r->pending |= EV_ACK;
+		return;
+	}
+	r->pending |= EV_LOCAL;
+	coop_req_event(r, EV_LOCAL);
+}
+
+static int send_inline(struct coop_context *ctx, struct coop_request *r)
+{
+	union coop_pkt pkt;
+	int sync = !!(r->flags & COOP_SEND_SYNC);
+	uint8_t *data = pkt.eager.data;
+	int rc;
+
+	coop_hdr_init(ctx, &pkt.h, PKT_EAGER, r->comm, r->tag);
+	pkt.h.seq = r->seq;
+	pkt.h.ilen = (uint8_t)r->len;
+	if (sync) {
+		uint32_t id = coop_req_id(r);
+
+		pkt.h.flags |= PF_SYNC;
+		memcpy(data, &id, sizeof(id));
+		data += sizeof(id);
+	}
+	if (r->len)
+		memcpy(data, r->buf, r->len);
+	rc = coop_send_pkt(ctx, r->peer, &pkt);
+	if (rc)
+		return rc;
+	send_done(r, sync);
+	return COOP_SUCCESS;
+}
+
+/* 1 sent, 0 no free slot, or -COOP_ERR_*. */
+static int send_bounce(struct coop_context *ctx, struct coop_request *r)
+{
+	union coop_pkt pkt;
+	int sync = !!(r->flags & COOP_SEND_SYNC);
+	int slot = coop_seg_bounce_alloc(&ctx->seg, 0), rc;
+
+	if (slot < 0)
+		return 0;
+	memcpy(coop_seg_bounce(&ctx->seg, (uint32_t)slot), r->buf, r->len);
+	ctx->bslot_peer[slot] = (uint16_t)r->peer;
+	coop_hdr_init(ctx, &pkt.h, PKT_EAGER_BB, r->comm, r->tag);
+	pkt.h.seq = r->seq;
+	if (sync)
+		pkt.h.flags |= PF_SYNC;
+	pkt.bb.slot = (uint32_t)slot;
+	pkt.bb.sreq = sync ? coop_req_id(r) : 0;
+	pkt.bb.len = r->len;
+	rc = coop_send_pkt(ctx, r->peer, &pkt);
+	if (rc) {
+		coop_seg_bounce_free(&ctx->seg, (uint32_t)slot);
+		return -rc;
+	}
+	send_done(r, sync);
+	return 1;
+}
+
+/* 1: r went eagerly (complete, or awaiting the ACK); 0: it must use a
+ * rendezvous protocol; -COOP_ERR_*: failure. */
+int coop_eager_send(struct coop_context *ctx, struct coop_request *r)
+{
+	int rc;
+
+	if (r->len <= inline_max(r->flags)) {
+		rc = send_inline(ctx, r);
+		return rc ? -rc : 1;
+	}
+	if (r->len > ctx->cfg.eager_max)
+		return 0;
+	return send_bounce(ctx, r);
+}
+
+/* Blocking standard send of <= 48 bytes: no request at all. */
+int coop_eager_inline_fast(struct coop_context *ctx, const void *buf,
+			   size_t len, int dest, int tag, uint16_t comm)
+{
+	union coop_pkt pkt;
+
+	coop_hdr_init(ctx, &pkt.h, PKT_EAGER, comm, tag);
+	if (ctx->proto->rtr)
+		pkt.h.seq = coop_rtr_send_seq(ctx, comm, dest, tag, 1);
+	pkt.h.ilen = (uint8_t)len;
+	if (len)
+		memcpy(pkt.eager.data, buf, len);
+	return coop_send_pkt(ctx, dest, &pkt);
+}
+
+static void send_ack(struct coop_context *ctx, const struct coop_msgdesc *m)
+{
+	union coop_pkt pkt;
+
+	coop_hdr_init(ctx, &pkt.h, PKT_ACK, m->comm, m->tag);
+	pkt.ack.sreq = m->sreq;
+	coop_send_pkt(ctx, m->src, &pkt);
+}
+
+static void release_slot(struct coop_context *ctx,
+			 const struct coop_msgdesc *m)
+{
+	struct coop_seg *seg = &ctx->peers[m->src].seg;
+
+	if (coop_seg_slot_valid(seg, m->slot))
+		coop_seg_bounce_free(seg, m->slot);
+}
+
+void coop_eager_deliver(struct coop_request *r, const struct coop_msgdesc *m)
+{
+	struct coop_context *ctx = r->ctx;
+	size_t n = COOP_MIN(m->len, r->len);
+
+	if (m->len > r->len)
+		coop_req_set_error(r, COOP_ERR_TRUNCATE);
+	if (m->type == PKT_EAGER) {
+		if (n)
+			memcpy(r->buf, m->data, n);
+	} else {
+		struct coop_seg *seg = &ctx->peers[m->src].seg;
+
+		if (!coop_seg_slot_valid(seg, m->slot))
+			coop_req_set_error(r, COOP_ERR_INTERNAL);
+		else if (n)
+			memcpy(r->buf, coop_seg_bounce(seg, m->slot), n);
+		release_slot(ctx, m);
+	}
+	r->status.count = n;
+	r->proto = PROTO_EAGER;
+	if (m->flags & PF_SYNC)
+		send_ack(ctx, m);
+	coop_req_event(r, EV_MATCH);
+}
+
+void coop_eager_discard(struct coop_context *ctx, const struct coop_msgdesc *m)
+{
+	if (m->type == PKT_EAGER_BB)
+		release_slot(ctx, m);
+}
+
+/* A synchronous eager send's receive matched. */
+static void on_ack(struct coop_context *ctx, const union coop_pkt *p)
+{
+	struct coop_request *s = coop_req_lookup(ctx, p->ack.sreq);
+
+	if (s && s->kind == REQ_SEND)
+		coop_req_event(s, EV_ACK);
+}
+
+void coop_eager_register(struct coop_context *ctx)
+{
+	coop_am_register(ctx, PKT_ACK, on_ack);
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * proto.h - the protocol layer's interface: how a message moves (eager,
+ * rendezvous RGET/RPUT/COOP-p2p/bounce pipeline, receiver-initiated RTR,
+ * DMA, striping, the COOP-hybrid choice) and the RTR tickets.  The layer
+ * registers its packet handlers and one struct coop_proto_ops per
+ * protocol with the core (coop_proto_layer_init) and never calls the MPI
+ * layer above; what it needs from it goes through the core's upcalls.
+ * File map: README.md here.
+ */
+#ifndef COOP_PROTO_H
+#define COOP_PROTO_H
+
+#include "core.h"
+
+/* Everything the engine knows about an arriving message (eager or RTS). */
+struct coop_msgdesc {
+	uint8_t type;		/* PKT_EAGER, PKT_EAGER_BB, PKT_RTS */
+	uint8_t flags;		/* PF_* */
+	uint8_t proto;
+	uint8_t ilen;
+	int src;
+	int tag;
+	uint16_t comm;
+	uint32_t seq;
+	uint32_t sreq;
+	uint32_t slot;
+	uint64_t len;
+	struct coop_rkey key;
+	const uint8_t *data;	/* EAGER: payload */
+};
+
+/* An unexpected message (also the coop_message_t of mprobe) or, on the
+ * sender side, a queued RTR. */
+struct coop_message {
+	struct coop_pool_obj pobj;
+	struct dlist link;
+	struct coop_msgdesc d;
+	uint8_t data[PKT_INLINE_MAX];
+};
+
+/* RTR bookkeeping per (comm, peer, tag) and wildcard suspension counts. */
+struct coop_triple {
+	uint64_t key;
+	uint32_t scount;	/* sends posted to peer */
+	uint32_t rcount;	/* receives ticketed / messages consumed */
+	uint32_t susp;		/* wildcard keys: pending wildcard receives */
+	uint32_t revoking;	/* a revoke handshake is pending */
+	struct dlist rtrq;	/* sender: queued RTRs (struct coop_message) */
+};
+
+struct coop_tickets {
+	struct coop_triple **tab;
+	uint32_t mask;
+	uint32_t used;
+};
+
+struct coop_dma;
+
+/* The protocol layer's part of a context (ctx->proto). */
+struct coop_proto_state {
+	int rtr;		/* COOP_RNDV=rtr: tickets on */
+	struct coop_pool msgs;	/* struct coop_message */
+	struct dlist rts_sends;	/* RTR mode: long sends awaiting CTS/RTR */
+	struct coop_tickets tk;
+	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
+	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
+};
+
+/* proto.c: the layer's set-up, and what several protocols send */
+COOP_HIDDEN int coop_proto_layer_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_proto_layer_fini(struct coop_context *ctx);
+/* The message an EAGER, EAGER_BB or RTS packet announces. */
+COOP_HIDDEN void coop_proto_describe(struct coop_msgdesc *m,
+				     const union coop_pkt *p);
+/* CTS answering r's RTS with proto; the receiver charges the sender's
+ * share to its pending load first (COOP-load). */
+struct coop_cts_args {
+	enum coop_proto proto;
+	uint32_t slot;		/* COOP: work slot; DMA: notification slot */
+	uint64_t chunk;		/* COOP */
+	uint64_t split;		/* COOP */
+	uint64_t ncookie;	/* DMA: notification area */
+};
+COOP_HIDDEN int coop_proto_send_cts(struct coop_request *r,
+				    const struct coop_cts_args *a);
+COOP_HIDDEN int coop_proto_send_fin(struct coop_context *ctx, int peer,
+				    uint32_t rid, int err, uint64_t len,
+				    int tag, uint64_t copied, uint8_t flags);
+/* The sender's FIN: our copy of send s ended (s->job, + the engine's
+ * part for STRIPE), with error err. */
+COOP_HIDDEN void coop_proto_sender_fin(struct coop_request *s, int err,
+				       uint64_t copied);
+COOP_HIDDEN void coop_proto_send_slot_fin(struct coop_context *ctx,
+					  int peer, uint32_t slot);
+
+/* tickets.c: the (comm, peer, tag) table of RTR mode */
+COOP_HIDDEN int coop_tickets_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_tickets_fini(struct coop_context *ctx);
+COOP_HIDDEN struct coop_triple *coop_triple_get(struct coop_context *ctx,
+						uint16_t comm, int peer,
+						int tag);
+/* Lookup without creating. */
+COOP_HIDDEN struct coop_triple *coop_triple_find(struct coop_context *ctx,
+						 uint16_t comm, int peer,
+						 int tag);
+
+/* eager.c */
+COOP_HIDDEN void coop_eager_register(struct coop_context *ctx);
+/* 1: r went eagerly (complete, or awaiting the ACK); 0: it must use a
+ * rendezvous protocol; -COOP_ERR_*: failure. */
+COOP_HIDDEN int coop_eager_send(struct coop_context *ctx,
+				struct coop_request *r);
+COOP_HIDDEN int coop_eager_inline_fast(struct coop_context *ctx,
+				       const void *buf, size_t len, int dest,
+				       int tag, uint16_t comm);
+COOP_HIDDEN void coop_eager_deliver(struct coop_request *r,
+				    const struct coop_msgdesc *m);
+COOP_HIDDEN void coop_eager_discard(struct coop_context *ctx,
+				    const struct coop_msgdesc *m);
+
+/* rndv.c */
+COOP_HIDDEN void coop_rndv_register(struct coop_context *ctx);
+COOP_HIDDEN int coop_rndv_send(struct coop_context *ctx,
+			       struct coop_request *r);
+/* Receiver: an RTS met receive r. */
+COOP_HIDDEN void coop_rndv_matched(struct coop_request *r,
+				   const struct coop_msgdesc *m);
+/* Sender: copy to the receiver (RPUT/RTR share) or pipeline. */
+COOP_HIDDEN void coop_rndv_start_write(struct coop_request *r);
+
+/* select.c: COOP-hybrid, the receiver's choice for a PROTO_AUTO RTS;
+ * *split: COOP's receiver range [0, split), set when it returns COOP */
+COOP_HIDDEN enum coop_proto coop_select(struct coop_request *r,
+					const struct coop_msgdesc *m,
+					uint64_t *split);
+
+/* stripe.c */
+COOP_HIDDEN void coop_stripe_register(struct coop_context *ctx);
+/* May this receiver choose STRIPE for len bytes? (an engine, len >=
+ * COOP_STRIPE_MIN, ratio not 0, the engine not busy) */
+COOP_HIDDEN int coop_stripe_usable(const struct coop_context *ctx,
+				   uint64_t len);
+
+/* dma.c */
+COOP_HIDDEN void coop_dma_register(struct coop_context *ctx);
+/* At init: set the provider's offload engine up if the settings may use
+ * it; a verbose note when they ask for it and there is none. */
+COOP_HIDDEN void coop_dma_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_dma_fini(struct coop_context *ctx);
+/* May this rank's sends use PROTO_DMA? */
+COOP_HIDDEN int coop_dma_usable(const struct coop_context *ctx);
+/* Striped send s: give the engine [off, s->xfer) (its engine job); at
+ * its end the job's done callback (ops) runs. */
+COOP_HIDDEN void coop_dma_stripe_part(struct coop_request *s, uint64_t off,
+				      const struct coop_job_ops *ops);
+/* ... and stop giving it pieces after an error: 1 if none is in flight
+ * (the part ended, without its callback), else 0. */
+COOP_HIDDEN int coop_dma_stripe_stop(struct coop_request *s, int err);
+/* Time one engine copy of len bytes from src into our region dst (other
+ * completions meanwhile go their usual way): ns; 0 when the engine did
+ * not take it or failed; UINT64_MAX when it did not complete in time
+ * (src and dst must then stay allocated). */
+COOP_HIDDEN uint64_t coop_dma_time_put(struct coop_context *ctx,
+				       const void *src, size_t len,
+				       const struct coop_rkey *dst);
+
+/* rtr.c */
+COOP_HIDDEN void coop_rtr_register(struct coop_context *ctx);
+/* Receiver: advertise receive r (ticketed) with an RTR. */
+COOP_HIDDEN void coop_rtr_send(struct coop_context *ctx,
+			       struct coop_request *r);
+/* Sender: the RTR queued for send s, applied (s writes at once): the
+ * message, given back to the pool already, or NULL. */
+COOP_HIDDEN int coop_rtr_take(struct coop_context *ctx,
+			      struct coop_request *s);
+COOP_HIDDEN uint32_t coop_rtr_send_seq(struct coop_context *ctx,
+				       uint16_t comm, int dst, int tag,
+				       int eager);
+COOP_HIDDEN void coop_rtr_prune(struct coop_context *ctx, uint16_t comm,
+				int dst, int tag, uint32_t upto);
+
+#endif

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * provider.h - the transport-provider interface of libcoopmpi.
+ *
+ * A provider moves 64-byte control messages between ranks, exposes memory
+ * regions of this process to peers, copies to/from a peer's region, and
+ * gives access to the per-node load counters.  The protocol engine talks
+ * only to this interface; it never knows whether the kernel driver
+ * (kmod), the user-space fallback (shm: shared-memory rings +
+ * process_vm_readv/writev) or verbs carries the bytes.
+ *
+ * Both intra-node providers use the ring and counters layouts of
+ * include/coopmpi_uapi.h, implemented once in ring.c / counters access.
+ *
+ * Return values: 0 or a positive count on success, a negative errno on
+ * failure (-EAGAIN: try again later, -EPIPE/-ESRCH: peer gone).
+ */
+#ifndef COOP_PROVIDER_H
+#define COOP_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "coopmpi_uapi.h"
+#include "util.h"
+
+struct coop_provider;
+
+/* Remote key of a registered region: fits in a control message. */
+struct coop_rkey {
+	uint64_t cookie;	/* kmod: driver cookie; shm: remote address */
+	uint64_t length;
+};
+
+enum coop_copy_dir {
+	COOP_COPY_FROM_PEER,	/* peer region -> local memory (RGET side) */
+	COOP_COPY_TO_PEER,	/* local memory -> peer region (RPUT side) */
+};
+
+/*
+ * The provider (or its engine) keeps offload()->dma_ops/dma_bytes up to
+ * date for the copies it runs; callers never touch them.
+ */
+struct coop_offload_info {
+	const char *engine;	/* e.g. "soft", "hw" */
+	const char *path;	/* how copies reach it, e.g. "io_uring" */
+	unsigned max_inflight;	/* copies queued or running at once */
+	uint64_t max_length;	/* largest len of one offload_put */
+};
+
+#define COOP_OFFLOAD_NOTIFY_SIZE	16
+#define COOP_OFFLOAD_NOTIFY_ALIGN	16
+
+struct coop_offload_done {
+	uint64_t tag;
+	int status;		/* 0 or -errno (then no notification) */
+	uint64_t bytes;		/* data bytes copied */
+};
+
+/* Largest endpoint address blob a provider produces. */
+#define COOP_ADDR_MAX 128
+
+struct coop_provider_ops {
+	const char *name;
+
+	/* Create the local endpoint; job_key names the node-local domain. */
+	int (*open)(struct coop_provider *p, uint64_t job_key, int rank,
+		    int nranks);
+	/* Opaque address blob of the local endpoint (<= COOP_ADDR_MAX). */
+	int (*address)(struct coop_provider *p, void *blob, size_t *len);
+	/* Make peer rank reachable from its blob. */
+	int (*connect)(struct coop_provider *p, int rank, const void *blob,
+		       size_t len);
+	void (*close)(struct coop_provider *p);
+
+	/* Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair). */
+	int (*send_msg)(struct coop_provider *p, int peer, const void *msg);
+	/* Dequeue one message into msg: 1 got one, 0 empty. */
+	int (*poll_msg)(struct coop_provider *p, void *msg);
+	/*
+	 * Sleep until a message may be there or timeout_us passes (< 0:
+	 * no limit): 1 a message is ready, 0 not (yet).  Asks senders for a
+	 * doorbell (wake_requested) and rechecks the ring first, so a message
+	 * sent meanwhile is never slept through.
+	 */
+	int (*wait_msg)(struct coop_provider *p, long timeout_us);
+
+	/* Regions and single-copy transfers. */
+	int (*reg)(struct coop_provider *p, void *addr, size_t len,
+		   unsigned int access, struct coop_rkey *key);
+	int (*dereg)(struct coop_provider *p, const struct coop_rkey *key);
+	/* Copy len bytes between local iov and peer's region at offset. */
+	ssize_t (*copy)(struct coop_provider *p, int peer,
+			const struct coop_rkey *key, uint64_t offset,
+			const struct iovec *iov, int iovcnt, size_t len,
+			enum coop_copy_dir dir);
+
+	/* Is the peer still alive?  1 yes, 0 no. */
+	int (*peer_alive)(struct coop_provider *p, int peer);
+	/*
+	 * May copy() move data to/from this peer's regions?  1 yes, 0 no (e.g.
+	 * cross-process copies forbidden: the engine then pipelines through
+	 * shared bounce buffers).  Valid after connect().
+	 */
+	int (*copy_ok)(struct coop_provider *p, int peer);
+	/* Per-node load counters (shared memory, atomics). */
+	struct coopmpi_load_slot *(*load_slot)(struct coop_provider *p,
+					       int rank);
+	struct coopmpi_offload_counters *(*offload)(struct coop_provider *p);
+
+	/*
+	 * Offload engine (optional: all three NULL when the provider has
+	 * none, e.g. shm).  An asynchronous copy engine that moves bytes
+	 * from local memory into a peer's region without either CPU, then
+	 * optionally writes a 16-byte notification into a region.
+	 */
+	/* Set the engine up (first call) and describe it: 0, or
+	 * -EOPNOTSUPP when this provider instance has no engine. */
+	int (*offload_info)(struct coop_provider *p,
+			    struct coop_offload_info *info);
+	/*
+	 * Queue a copy of len bytes from local memory (unchanged until the
+	 * completion) to dst at dst_off; then, if notify is not NULL, write
+	 * the 16 bytes notify16 at notify_off of region notify (aligned to
+	 * COOP_OFFLOAD_NOTIFY_ALIGN): the peer seeing its first 8 bytes
+	 * change sees all the data.  len 0 is a bare notification.  Returns
+	 * 0 (exactly one completion with this tag will follow), -EAGAIN
+	 * (engine full: poll completions, try again) or -errno.  Queued
+	 * copies are submitted by the next offload_poll at the latest.
+	 */
+	int (*offload_put)(struct coop_provider *p, int peer, const void *local,
+			   size_t len, const struct coop_rkey *dst,
+			   uint64_t dst_off, const struct coop_rkey *notify,
+			   uint64_t notify_off, const void *notify16,
+			   uint64_t tag);
+	/* Submit what is queued, reap up to max completions: count. */
+	int (*offload_poll)(struct coop_provider *p,
+			    struct coop_offload_done *out, int max);
+};
+
+
+/* Requests from the library, set before open(). */
+#define COOP_PROV_NO_COPY	(1u << 0)	/* never offer single copies */
+
+/* What the provider does itself, set by open(). */
+#define COOP_PROV_CAP_KERNEL_TOTALS (1u << 0)	/* copy() charges total_* */
+
+struct coop_provider {
+	const struct coop_provider_ops *ops;
+	void *priv;
+	int rank;
+	int nranks;
+	unsigned flags;		/* COOP_PROV_* */
+	unsigned caps;		/* COOP_PROV_CAP_* */
+	unsigned ring_slots;	/* wanted ring size, power of two (shm) */
+	int verbose;		/* log decisions on stderr */
+};
+
+/*
+ * Provider registry (provider.c): the providers this build knows, in
+ * order of preference (kmod if /dev/coopmpi exists, then shm).
+ */
+const struct coop_provider_ops *coop_provider_find(const char *name);
+/* Open the preferred usable provider (or the one forced by name, may be
+ * NULL); fills p->ops/priv.  Logs the choice and the reason when
+ * p->verbose.  Returns 0 or a negative errno. */
+int coop_provider_open(struct coop_provider *p, const char *name,
+		       uint64_t job_key);
+
+extern const struct coop_provider_ops coop_provider_kmod;
+extern const struct coop_provider_ops coop_provider_shm;
+
+#endif /* COOP_PROVIDER_H */

@@ -1,0 +1,99 @@
+#!/bin/bash
+# Test of scripts/layer-check.sh on a miniature layered tree (layers a < b < c,
+# sources in src/), built in a temp dir: never reads lib/obj, so it gives the
+# same result whatever state the real library build is in.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+check=$here/../../scripts/layer-check.sh
+src=$here/src
+# The caller's overrides must not leak into the runs below.
+unset LAYER_CHECK_OBJDIR LAYER_CHECK_LAYERS
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+pass=0 fail=0
+ok() { echo "ok   - $1"; pass=$((pass + 1)); }
+nok() { echo "FAIL - $1"; fail=$((fail + 1)); }
+# expect CONDITION-RESULT DESCRIPTION: record one assertion (0 = holds).
+expect() { if (($1 == 0)); then ok "$2"; else nok "$2"; fi; }
+
+# build TREE FILE...: compile each src-relative FILE to TREE/<layer>/<name>.o,
+# the layer given by the FILE's folder, or by a "LAYER=" prefix.  -O0 keeps
+# static functions as local symbols; -fvisibility=hidden as in lib/.
+build() {
+	local tree=$1 f layer name
+	shift
+	for f in "$@"; do
+		layer=${f%%/*}
+		if [[ $f == *=* ]]; then layer=${f%%=*} f=${f#*=}; fi
+		name=${f##*/}
+		mkdir -p "$tree/$layer"
+		cc -c -O0 -fvisibility=hidden -Wall -Werror "$src/$f" \
+			-o "$tree/$layer/${name%.c}.o" || return 1
+	done
+}
+
+# run NAME ARGS...: run the checker, keep output in $out and status in $rc.
+run() {
+	local name=$1
+	shift
+	"$check" "$@" >"$tmp/$name.out" 2>&1
+	rc=$?
+	out=$(<"$tmp/$name.out")
+	sed 's/^/     | /' "$tmp/$name.out"
+}
+
+clean_srcs=(a/base.c a/helper.c b/mid.c c/top.c c/twin.c)
+build "$tmp/clean" "${clean_srcs[@]}" || { echo "cannot build the test tree"; exit 1; }
+build "$tmp/up" "${clean_srcs[@]}" a=upcall.c || { echo "cannot build the test tree"; exit 1; }
+
+# 1. The clean tree passes.  It is full of references that must not count:
+#    downward (b->a, c->b, c->a, function and data), within a layer (a->a,
+#    c->c), outside the tree (memset), and ext_hook, which only a higher
+#    layer's *static* function shares its name with.
+run clean "$tmp/clean" a b c
+expect "$rc" "clean tree: exit 0 (got $rc)"
+[[ $out == "layer check: 3 layers, 5 objects, no upward references" ]]
+expect $? "clean tree: one summary line, 3 layers and 5 objects"
+
+# 2. One upward call a -> c: exit 1, one line naming object, symbol, layers.
+run up "$tmp/up" a b c
+[[ $rc == 1 ]]
+expect $? "upward call: exit 1 (got $rc)"
+want="layer violation: a/upcall.o (a) uses c_top defined in c/top.o (c)"
+grep -qxF "$want" <<<"$out"
+expect $? "upward call: reported as '$want'"
+
+# 3. ...and nothing else from that tree: downward and same-layer calls,
+#    libc and the static twin stay unreported.
+n=$(grep -c '^layer violation:' <<<"$out")
+[[ $n == 1 ]]
+expect $? "upward call: exactly one violation line (got $n)"
+! grep -qE 'uses (a_base|a_helper|a_table|b_mid|c_twin|memset|ext_hook) ' <<<"$out"
+expect $? "downward / same-layer / external references not reported"
+
+# The same layer list read from the environment instead of arguments.
+LAYER_CHECK_OBJDIR=$tmp/up LAYER_CHECK_LAYERS="a b c" run env
+[[ $rc == 1 ]] && grep -qxF "$want" <<<"$out"
+expect $? "layers from LAYER_CHECK_OBJDIR/LAYER_CHECK_LAYERS: same result"
+
+# Layer order is what defines "upward": with c lowest, c -> b -> a are the
+# violations and a -> c is fine.
+run reversed "$tmp/up" c b a
+[[ $rc == 1 ]] && ! grep -q 'uses c_top ' <<<"$out" &&
+	grep -qxF "layer violation: c/top.o (c) uses b_mid defined in b/mid.o (b)" <<<"$out"
+expect $? "reversed layer order: violations follow the order given"
+
+# 4. Missing object dir, and a layer with no objects: exit 2 with a message.
+run missing "$tmp/nonexistent" a b c
+[[ $rc == 2 && $out == *"not found"* ]]
+expect $? "missing object dir: exit 2 with a message (got $rc)"
+mkdir "$tmp/clean/d"
+run empty "$tmp/clean" a b c d
+[[ $rc == 2 && $out == *"no objects"* ]]
+expect $? "empty layer: exit 2 with a message (got $rc)"
+
+echo "$pass passed, $fail failed"
+((fail == 0))

@@ -1,0 +1,2 @@
+/* layer a */
+int a_helper(int x) { return x * 2; }
