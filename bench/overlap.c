@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * overlap - how much of a nonblocking transfer each side can spend
- * computing (seed 000, Fig. 2, 5, 6), OSU-style overlap measurement.
+ * computing ([Chakraborty18] Fig. 2, 5, 6), OSU-style overlap
+ * measurement.
  *   scripts/cooprun -n 2 bench/overlap [-i iters] [-r repeats] [sizes...]
  *
  * Rank 0 sends, rank 1 receives.  Each side is measured in turn while the

@@ -2,13 +2,13 @@
 /*
  * patterns - MPI collective patterns on point-to-point calls, built the
  * way MPI libraries build them, because the auto protocol decides from
- * which side blocks (seed 000, Table II: Isend+Recv -> RGET, Send+Irecv
- * -> RPUT, Send+Recv and Isend+Irecv -> COOP):
+ * which side blocks ([Chakraborty18] Table II: Isend+Recv -> RGET,
+ * Send+Irecv -> RPUT, Send+Recv and Isend+Irecv -> COOP):
  *   scatter  root isends a distinct block to every other rank, waitall;
  *            the others coop_recv it (Isend+Recv; MVAPICH's direct
- *            scatter, the seed's one-to-all).
+ *            scatter, [Chakraborty18]'s one-to-all).
  *   gather   the others coop_send a block; root irecvs from all, waitall
- *            (Send+Irecv; the seed's all-to-one).
+ *            (Send+Irecv; [Chakraborty18]'s all-to-one).
  *   reduce   sum of a vector of doubles at root, Rabenseifner's way (as
  *            MPICH's reduce_scatter_gather for long vectors):
  *            reduce-scatter by recursive halving, each step an isend +

@@ -1,4 +1,4 @@
-# bench/plot.gp - one chart of the benchmark suite; bench/run-suite.sh
+# bench/plot.gp - one chart of the benchmark suite; bench/lib/report.sh
 # prepares one "size value" file per series and calls
 #
 #   gnuplot -e "files='1.dat 2.dat ...'; titles='s1 s2 ...'; out='x.png';

@@ -7,14 +7,13 @@
 #   median of its repeats.  Ranks are bound to CPUs (cooprun default).
 set -eu
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib/stats.sh
+. bench/lib/stats.sh	# raw_median
 rounds=${1:-5}
 protos="rget rput rtr coop auto"
 make -s -C bench >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-col() { awk -v s="$2" '$1==s {print $2}' "$1" | median; }
 
 for ((i = 0; i < rounds; i++)); do
 	for p in $protos; do
@@ -27,7 +26,7 @@ done
 printf '%-6s %10s %12s %12s %12s\n' proto "lat8B(us)" "bw1M(MB/s)" \
 	"bw4M(MB/s)" "bw16M(MB/s)"
 for p in $protos; do
-	printf '%-6s %10s %12s %12s %12s\n' "$p" "$(col "$tmp/lat.$p" 8)" \
-		"$(col "$tmp/bw.$p" 1048576)" "$(col "$tmp/bw.$p" 4194304)" \
-		"$(col "$tmp/bw.$p" 16777216)"
+	printf '%-6s %10s %12s %12s %12s\n' "$p" "$(raw_median "$tmp/lat.$p" 8)" \
+		"$(raw_median "$tmp/bw.$p" 1048576)" "$(raw_median "$tmp/bw.$p" 4194304)" \
+		"$(raw_median "$tmp/bw.$p" 16777216)"
 done

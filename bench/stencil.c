@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stencil - 3-D 7-point halo exchange (seed 000, Section IV-C, Fig. 17)
+ * stencil - 3-D 7-point halo exchange ([Chakraborty18] Section IV-C, Fig. 17)
  * on a NON-periodic px*py*pz process grid: boundary ranks have fewer
  * neighbours, so the ranks' copy loads differ, which is what COOP-load
  * (auto with Isend+Irecv) should even out.  Each iteration: irecv from

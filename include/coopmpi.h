@@ -452,8 +452,9 @@ COOP_API int coop_request_free(coop_request_t **req);
  * receive was cancelled (1) or had already matched a message (0).  A
  * receive that advertised its buffer to a sender (RTR protocol) is
  * cancelled through a handshake with that sender, so its completion needs
- * the sender's progress.  Cancelling a send is not supported: returns
- * COOP_ERR_UNSUPPORTED (the send completes normally).
+ * the sender's progress.  Cancelling a send (or a copy job of
+ * coopmpi_xfer.h) is not supported: returns COOP_ERR_UNSUPPORTED (it
+ * completes normally).
  * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_REQUEST (inactive).
  */
 COOP_API int coop_cancel(coop_request_t *req);

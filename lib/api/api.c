@@ -272,7 +272,7 @@ int coop_cancel(coop_request_t *r)
 
 	if (!r)
 		return COOP_ERR_ARG;
-	if (r->is_static || r->kind == REQ_SEND)
+	if (r->is_static || r->kind != REQ_RECV)
 		return r->is_static || r->active ? COOP_ERR_UNSUPPORTED :
 						   COOP_ERR_REQUEST;
 	if (!r->active)

@@ -49,7 +49,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 }
 
 /* One step of a caller blocked in a completion call: its CPU has nothing
- * else to do, so assisting copy jobs may take chunks (xfer.c). */
+ * else to do, so assisting copy jobs may take chunks (core/job.c). */
 static void progress_blocked(struct coop_context *ctx)
 {
 	int n;

@@ -159,15 +159,18 @@ static int parse_size(const char *s, unsigned long long *v)
 static int parse_ratio(const char *s, double *out)
 {
 	char *end;
+	double v;
 
 	if (!*s) {		/* unset: measure it */
 		*out = -1;
 		return 0;
 	}
 	errno = 0;
-	*out = strtod(s, &end);
-	return errno || end == s || *end || !(*out >= 0 && *out <= 1e6) ?
-		       -1 : 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0 && v <= 1e6))
+		return -1;
+	*out = v;
+	return 0;
 }
 
 static int parse_word(const struct cfg_word *w, const char *s, int *out)
@@ -284,18 +287,43 @@ static void range_text(const struct cfg_entry *e, char *buf, size_t len)
 	}
 }
 
+#define WRAP 72
+
+/* text as "# " comment lines of at most WRAP columns, cut at spaces. */
+static void print_comment(FILE *out, const char *text)
+{
+	while (*text) {
+		int n = (int)strlen(text);
+
+		if (n > WRAP) {
+			n = WRAP;
+			while (n > 0 && text[n] != ' ')
+				n--;
+			if (!n)
+				n = WRAP;
+		}
+		fprintf(out, "# %.*s\n", n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+	}
+}
+
 /* One entry: its documentation as comment lines, then NAME=value. */
 static void print_entry(FILE *out, const struct cfg_entry *e,
 			const struct coop_config *cfg)
 {
-	char val[64], range[128];
+	char val[64], range[128], line[256];
 
 	value_text(e, cfg, val, sizeof(val));
 	range_text(e, range, sizeof(range));
-	fprintf(out, "#\n# %s\n#   default: %s; accepted: %s%s\n%s=%s\n",
-		e->doc, *e->def ? e->def : "(unset)", range,
-		e->agree ? "; all ranks must agree (coop_connect checks)" : "",
-		e->name, val);
+	fprintf(out, "#\n");
+	print_comment(out, e->doc);
+	snprintf(line, sizeof(line), "default %s; accepted: %s%s",
+		 *e->def ? e->def : "(unset)", range,
+		 e->agree ? "; all ranks must agree" : "");
+	print_comment(out, line);
+	fprintf(out, "%s=%s\n", e->name, val);
 }
 
 int coop_config_print_table(FILE *out, const struct coop_config *cfg)

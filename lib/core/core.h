@@ -35,8 +35,8 @@ struct coop_msgdesc;		/* protocols/proto.h */
 struct coop_proto_state;	/* protocols/proto.h */
 struct coop_mpi_state;		/* mpi/mpi.h */
 
-/* Request kinds */
-enum { REQ_SEND = 1, REQ_RECV = 2 };
+/* Request kinds: MPI sends and receives, copy jobs of coopmpi_xfer.h */
+enum { REQ_SEND = 1, REQ_RECV = 2, REQ_XFER = 3 };
 
 /* A request flag of the library's own, beside the user's COOP_SEND_* and
  * COOP_F_* in r->flags: the inner send of a buffered send. */
@@ -104,6 +104,9 @@ struct coop_job_args {
 	const struct coop_job_ops *ops;
 };
 
+/* The chunk size of a cooperative copy of len bytes (COOP-chunked). */
+COOP_HIDDEN uint64_t coop_job_coop_chunk(const struct coop_context *ctx,
+					 uint64_t len);
 /* Start r->job: queued, its share charged to our pending load (unless
  * r->precharged). */
 COOP_HIDDEN void coop_job_start(struct coop_request *r,

@@ -85,9 +85,10 @@ void coop_load_precharge(struct coop_context *ctx, int rank, int64_t bytes)
 				   __ATOMIC_RELAXED);
 }
 
-/* Adaptive offload (seed 000 sec. II-B3): the driver counts the engine's
- * bytes in flight node-wide; from COOP_OFFLOAD_BUSY on, no new transfer
- * is given to the engine, so concurrent ones do not pile onto it. */
+/* Adaptive offload ([Chakraborty18] sec. II-B3): the driver counts the
+ * engine's bytes in flight node-wide; from COOP_OFFLOAD_BUSY on, no new
+ * transfer is given to the engine, so concurrent ones do not pile onto
+ * it. */
 int coop_load_offload_busy(const struct coop_context *ctx)
 {
 	struct coop_provider *p = (struct coop_provider *)&ctx->prov;

@@ -178,7 +178,7 @@ void coop_peer_failed(struct coop_context *ctx, int peer)
  * for may never come); a clean finalize does not. */
 static int depends_on(const struct coop_request *r, int peer, int crashed)
 {
-	if (r->kind == REQ_SEND)
+	if (r->kind != REQ_RECV)
 		return r->peer == peer;
 	if (r->pending & EV_MATCH)
 		return r->peer == peer ||

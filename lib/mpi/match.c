@@ -7,7 +7,7 @@
  * message matches the oldest posted receive that accepts it, and a receive
  * takes the oldest unexpected message it accepts.
  *
- * RTR tickets (COOP_RNDV=rtr, seed 003 sec. 3.5-3.6): for each
+ * RTR tickets (COOP_RNDV=rtr, [Nikoloudakis22] sec. 3.5-3.6): for each
  * (comm, peer, tag) the n-th send matches the n-th receive.  Every send
  * carries its number (hdr.seq); a receive posted while no wildcard receive
  * could steal its message gets its number (ticket) at post time and may

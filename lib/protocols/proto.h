@@ -170,13 +170,15 @@ COOP_HIDDEN void coop_rtr_register(struct coop_context *ctx);
 /* Receiver: advertise receive r (ticketed) with an RTR. */
 COOP_HIDDEN void coop_rtr_send(struct coop_context *ctx,
 			       struct coop_request *r);
-/* Sender: the RTR queued for send s, applied (s writes at once): the
- * message, given back to the pool already, or NULL. */
-COOP_HIDDEN int coop_rtr_take(struct coop_context *ctx,
-			      struct coop_request *s);
+/* Sender: the number (ticket) of the next send to (comm, dst, tag);
+ * eager: it goes eagerly, RTRs up to it are void. */
 COOP_HIDDEN uint32_t coop_rtr_send_seq(struct coop_context *ctx,
 				       uint16_t comm, int dst, int tag,
 				       int eager);
+/* Sender: 1 when an RTR for send s was queued: s now writes (no RTS);
+ * else 0. */
+COOP_HIDDEN int coop_rtr_take(struct coop_context *ctx,
+			      struct coop_request *s);
 COOP_HIDDEN void coop_rtr_prune(struct coop_context *ctx, uint16_t comm,
 				int dst, int tag, uint32_t upto);
 

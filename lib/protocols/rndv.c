@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * rndv.c - sender-initiated rendezvous (seed 000, sec. I-A/II-A).
+ * rndv.c - sender-initiated rendezvous ([Chakraborty18] sec. I-A/II-A).
  *
  *   RGET:  S -RTS(send region)-> R; R copies all; R -FIN-> S.
  *   RPUT:  S -RTS-> R; R -CTS(recv region)-> S; S copies all; S -FIN-> R.
@@ -29,30 +29,9 @@
 
 #include "proto.h"
 
-/*
- * Copy granularity (COOP-chunked): the progress engine looks at the
- * mailbox between chunks, so COOP_CHUNK bounds how long a control message
- * from any peer waits behind a copy.  A single-sided copy takes chunks of
- * COOP_CHUNK; COOP-p2p about an eighth of the message (at least 128 KiB,
- * at most COOP_CHUNK) so the split stays fine enough for one side to help
- * the other, while big chunks cost fewer system calls and page-pinning
- * rounds (measured here: 16 MiB window bandwidth +15% with 1 MiB chunks
- * over 128 KiB ones).
- */
-#define COOP_CHUNK_PARTS 8
-#define COOP_CHUNK_FLOOR (128u << 10)
-
 static uint64_t solo_chunk(const struct coop_context *ctx)
 {
 	return ctx->cfg.chunk;
-}
-
-static uint64_t coop_chunk(const struct coop_context *ctx, uint64_t len)
-{
-	uint64_t c = ((len / COOP_CHUNK_PARTS) + 4095) & ~(uint64_t)4095;
-	uint64_t floor = COOP_MIN((uint64_t)COOP_CHUNK_FLOOR, ctx->cfg.chunk);
-
-	return COOP_MIN(COOP_MAX(c, floor), (uint64_t)ctx->cfg.chunk);
 }
 
 static enum coop_proto choose_proto(struct coop_context *ctx,
@@ -220,7 +199,7 @@ static int coop_matched(struct coop_request *r, const struct coop_msgdesc *m,
 			uint64_t split)
 {
 	struct coop_context *ctx = r->ctx;
-	uint64_t chunk = coop_chunk(ctx, r->xfer);
+	uint64_t chunk = coop_job_coop_chunk(ctx, r->xfer);
 	int slot = coop_seg_work_alloc(&ctx->seg, r->xfer, chunk, split,
 				       m->src);
 	struct coop_cts_args a = { .proto = PROTO_COOP, .slot = (uint32_t)slot,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * rtr.c - receiver-initiated rendezvous (seed 003, final variant),
- * enabled by COOP_RNDV=rtr.
+ * rtr.c - receiver-initiated rendezvous ([Nikoloudakis22]'s final
+ * variant), enabled by COOP_RNDV=rtr.
  *
  * A long receive that got a ticket at post time (see match.c) sends an RTR
  * with its buffer and ticket.  The sender keeps RTRs per (comm, peer, tag):

@@ -2,12 +2,13 @@
 /*
  * select.c - COOP-hybrid (COOP_RNDV=auto): which rendezvous
  * protocol a message takes, decided by its receiver when the RTS meets
- * the receive (seed 000, sec. II-B..II-D).  The sender cannot decide: it
- * does not know whether a blocking or a nonblocking receive will match.
- * It says in its RTS how it waits (PF_BLOCKING, PF_BUFFERED) and whether
- * it has an offload engine (PF_ENGINE); the receiver's answer rides on
- * the CTS it sends anyway (RGET: no CTS, the receiver just reads), so
- * the choice costs no extra control message and both sides always agree.
+ * the receive ([Chakraborty18] sec. II-B..II-D).  The sender cannot
+ * decide: it does not know whether a blocking or a nonblocking receive
+ * will match.  It says in its RTS how it waits (PF_BLOCKING,
+ * PF_BUFFERED) and whether it has an offload engine (PF_ENGINE); the
+ * receiver's answer rides on the CTS it sends anyway (RGET: no CTS, the
+ * receiver just reads), so the choice costs no extra control message and
+ * both sides always agree.
  *
  * 1. COOP-coll, Table II: a side that blocks has a CPU with nothing
  *    better to do, a side that returned wants it for computation:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * stripe.c - PROTO_STRIPE, offload striping (seed 000, sec. II-A2
- * "COOP-hca" and II-B3): an RPUT whose copy is split between the
+ * stripe.c - PROTO_STRIPE, offload striping ([Chakraborty18] sec.
+ * II-A2 "COOP-hca" and II-B3): an RPUT whose copy is split between the
  * sender's CPU and the provider's offload engine, working at the same
  * time.
  *

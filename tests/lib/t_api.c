@@ -44,7 +44,49 @@ static const char *const bad_env[][2] = {
 	{ "COOP_STRIPE_MIN", "-4096" },
 	{ "COOP_OFFLOAD_BUSY", "1q" },
 	{ "COOP_CHUNK", "1024" },
+	{ "COOP_VERBOSE", "3" },
+	{ "COOP_VERBOSE", "yes" },
+	{ "COOP_CMA", "maybe" },
+	{ "COOP_OFFLOAD", "2" },
 };
+
+/* The settings table: every variable printed as NAME=value with the value
+ * in effect, a refused value reported (and the default shown instead). */
+START_TEST(test_config_print)
+{
+	static const char *const names[] = {
+		"COOP_PROVIDER=", "COOP_VERBOSE=", "COOP_EAGER_MAX=",
+		"COOP_RNDV=", "COOP_COOP_MIN=", "COOP_CHUNK=",
+		"COOP_LOAD_HISTORY=", "COOP_OFFLOAD=", "COOP_STRIPE_RATIO=",
+		"COOP_STRIPE_MIN=", "COOP_OFFLOAD_BUSY=", "COOP_CMA=",
+		"COOP_RING_SLOTS=", "COOP_BOUNCE_SLOTS=", "COOP_SPIN=",
+		"COOP_SLEEP_US=", "COOP_BOOT_TIMEOUT=",
+	};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	unsigned i;
+
+	ck_assert_int_eq(coop_config_print(NULL), COOP_ERR_ARG);
+	setenv("COOP_CHUNK", "2m", 1);
+	f = open_memstream(&text, &len);
+	ck_assert_int_eq(coop_config_print(f), COOP_SUCCESS);
+	fclose(f);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_msg(strstr(text, names[i]), "%s missing", names[i]);
+	ck_assert_ptr_nonnull(strstr(text, "\nCOOP_CHUNK=2097152\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nCOOP_RNDV=auto\n"));
+	free(text);
+	setenv("COOP_RNDV", "bogus", 1);
+	f = open_memstream(&text, &len);
+	ck_assert_int_eq(coop_config_print(f), COOP_ERR_CONFIG);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "\nCOOP_RNDV=auto\n"));
+	free(text);
+	unsetenv("COOP_RNDV");
+	unsetenv("COOP_CHUNK");
+}
+END_TEST
 
 START_TEST(test_init_bad_env)
 {
@@ -360,6 +402,7 @@ TCase *tc_api(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_init_args);
 	tcase_add_test(tc, test_init_bad_env);
+	tcase_add_test(tc, test_config_print);
 	tcase_add_test(tc, test_p2p_args);
 	tcase_add_test(tc, test_load_args);
 	tcase_add_test(tc, test_strerror);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * t_select.c - COOP-hybrid (COOP_RNDV=auto) decisions:
- *   - every cell of seed 000's Table II (send kind x blocking or not
- *     receive) takes its protocol, seen the same by both sides;
+ *   - every cell of [Chakraborty18]'s Table II (send kind x blocking
+ *     or not receive) takes its protocol, seen the same by both sides;
  *   - an assisted RGET: the sender, idle in its wait, copies the message
  *     while the receiver computes;
  *   - COOP-load: the side with the smaller pending copy load copies, and
@@ -21,7 +21,7 @@
 #define CELL_LEN (1u << 20)
 #define BIG_LEN (256u << 20)	/* a copy that lasts (~30 ms natively) */
 
-/* proto_select.c's leveling rule (a hidden symbol of the library) */
+/* core/load.c's leveling rule (a hidden symbol of the library) */
 uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n);
 
 /* Table II and the CPU load rules: no striping onto an engine (kmod in

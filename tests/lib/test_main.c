@@ -31,6 +31,7 @@ int main(void)
 	suite_add_tcase(s, tc_dma());
 	suite_add_tcase(s, tc_sleep());
 	suite_add_tcase(s, tc_select());
+	suite_add_tcase(s, tc_xfer());
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -1,0 +1,462 @@
+# shellcheck shell=bash disable=SC2154 # globals of bench/run-suite.sh
+# bench/lib/report.sh - what bench/run-suite.sh writes from its CSVs:
+# summary.md of a full or patterns run, the charts (bench/plot.gp), quick
+# mode's key=value lines, and the report mode that rewrites them.  Numbers
+# come from bench/lib/stats.sh.  Sourced by bench/run-suite.sh, whose
+# globals it uses (out, repo, mode, start, ncpu, protos, pattern_protos,
+# pattern_sizes, rndv_cols, notes, failures, skipped; say, have).
+
+# report_run: what a run of $mode leaves besides its CSVs
+report_run() {
+	case $mode in
+	full) summary_full ;;
+	patterns) summary_patterns ;;
+	quick) keys_quick ;;
+	smoke) ;;
+	esac
+}
+
+# report_rewrite: report mode - summary.md (and charts) again from the CSVs
+# in $out, running nothing: a full run's, else a patterns run's
+report_rewrite() {
+	mkdir -p "$out/raw"
+	if [[ -e $out/bw.csv ]]; then
+		summary_full
+	elif [[ -e $out/scatter_n3.csv ]]; then
+		summary_patterns	# BENCH_OUT=bench/results/patterns
+	else
+		say "no results in $out: run bench/run-suite.sh full (or patterns, with BENCH_OUT) first"
+		return 1
+	fi
+	say "report: ${out#"$repo"/}/summary.md and charts rewritten"
+}
+
+# ------------------------------------------------------------ common parts
+machine() {
+	local cpu kern
+	cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
+	kern=$(uname -r)
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), ${cpu:-unknown CPU}, $ncpu CPUs, Linux $kern, git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+changes')"
+}
+
+# print_notes: the notes on this run (a disturbed machine), one paragraph each
+print_notes() {
+	local note
+	for note in "${notes[@]}"; do
+		echo
+		echo "**Note:** $note"
+	done
+}
+
+# run_info LINE...: the run's description (LINEs, then the notes), kept in
+# run-info when the run ends so that report mode, which cannot know the
+# machine or the duration of the run, prints it unchanged
+run_info() {
+	if [[ ! -s $out/run-info ]]; then
+		{
+			printf '%s\n' "$@"
+			print_notes
+		} >"$out/run-info"
+	fi
+	cat "$out/run-info"
+}
+
+# problems LINE...: the "Problems" section, if there is any LINE
+problems() {
+	(($#)) || return 0
+	echo
+	echo "## Problems"
+	echo
+	printf -- '- %s\n' "$@"
+}
+
+# ------------------------------------------------------------ full
+summary_full() {
+	{
+		echo "# coopmpi benchmark results"
+		echo
+		run_info "$(machine); \`bench/run-suite.sh full\`, $((SECONDS - start)) s." \
+			"OSU methodology: 2 ranks bound to CPUs 0 and 1; every value is the median over ${BENCH_FULL_ROUNDS:-3} interleaved rounds of a run's median over its repeats."
+		full_headline
+		full_native
+		full_overlap
+		full_vm
+		full_peers
+		problems "${failures[@]/#/failed: }" "${skipped[@]/#/skipped: }"
+		echo
+		echo "Charts: latency.png, bw.png, bibw.png, overlap.png.  Raw output: raw/."
+	} >"$out/summary.md"
+	plot latency "One-way latency (osu_latency)" "latency (us)" latency
+	plot bw "Bandwidth (osu_bw, window 64) and copy limits" "MB/s" bw limits
+	plot bibw "Bidirectional bandwidth (osu_bibw)" "MB/s" bibw
+	plot_overlap
+}
+
+full_headline() {
+	echo
+	echo "## Headline (1 MiB unless noted)"
+	echo
+	echo "| ratio | value |"
+	echo "|---|---:|"
+	echo "| COOP-p2p / RGET bandwidth | $(ratio bw coopmpi-coop bw coopmpi-rget 1048576) |"
+	echo "| COOP-p2p / RGET bandwidth, 16 MiB | $(ratio bw coopmpi-coop bw coopmpi-rget 16777216) |"
+	echo "| COOP-p2p / Open MPI bandwidth | $(ratio bw coopmpi-coop bw openmpi 1048576) |"
+	echo "| COOP-p2p / MPICH bandwidth | $(ratio bw coopmpi-coop bw mpich 1048576) |"
+	echo "| COOP-p2p / UCX bandwidth | $(ratio bw coopmpi-coop bw ucx 1048576) |"
+	echo "| COOP-p2p bandwidth / memcpy 2 threads | $(ratio bw coopmpi-coop limits memcpy-2T 1048576) |"
+	echo "| COOP-p2p bandwidth / process_vm_readv | $(ratio bw coopmpi-coop limits process_vm_readv 1048576) |"
+	echo "| eager latency 8 B / Open MPI | $(ratio latency coopmpi-auto latency openmpi 8) |"
+	echo "| eager latency 8 B / MPICH | $(ratio latency coopmpi-auto latency mpich 8) |"
+	echo "| eager latency 8 B / UCX | $(ratio latency coopmpi-auto latency ucx 8) |"
+	echo
+	echo "Key numbers (as \`make bench-quick\` prints them, here from this single run):"
+	echo
+	echo '```'
+	print_keys
+	echo '```'
+}
+
+# full_native: latency and bandwidth tables of this machine's runs
+full_native() {
+	local bws=(65536 1048576 4194304 16777216)
+	echo
+	echo "## One-way latency, us (osu_latency; lower is better)"
+	echo
+	table latency 1 "%.2f" 8 4096 65536 1048576 16777216
+	echo
+	echo "## Bandwidth, MB/s (osu_bw, window 64; limits: one copy)"
+	echo
+	table bw 1 "%.0f" "${bws[@]}"
+	table limits 1 "%.0f" "${bws[@]}" | tail -n +3
+	echo
+	echo "## Bidirectional bandwidth, MB/s (osu_bibw, both directions)"
+	echo
+	table bibw 1 "%.0f" "${bws[@]}"
+	echo
+	echo "## Multi-pair bandwidth (MB/s) and message rate (messages/s), 1 pair (osu_mbw_mr)"
+	echo
+	table mbw_mr 1 "%.0f" 8 65536 1048576 16777216
+	echo
+	table mbw_mr 2 "%.0f" 1 8 64 1024
+}
+
+full_overlap() {
+	local lap=(65536 262144 1048576 4194304 16777216)
+	echo
+	echo "## Overlap: % of a nonblocking transfer a side can spend computing"
+	echo
+	echo "Sender side:"
+	echo
+	table overlap 1 "%.0f" "${lap[@]}"
+	echo
+	echo "Receiver side:"
+	echo
+	table overlap 2 "%.0f" "${lap[@]}"
+}
+
+# full_vm: the VM stage's tables
+full_vm() {
+	local p
+	echo
+	echo "## In the VM: emulated (QEMU TCG) — ratios only"
+	echo
+	echo "kmod = the driver's provider, shm = the user-space one, same VM and run."
+	echo
+	echo "Latency, us:"
+	echo
+	table vm_latency 1 "%.2f" 8 1048576
+	echo
+	echo "Bandwidth, MB/s:"
+	echo
+	table vm_bw 1 "%.0f" 262144 1048576
+	echo
+	echo "kmod / shm bandwidth at 1 MiB:"
+	echo
+	echo "| protocol | kmod/shm |"
+	echo "|---|---:|"
+	for p in $protos; do
+		echo "| $p | $(ratio vm_bw "kmod-$p" vm_bw "shm-$p" 1048576) |"
+	done
+	full_dma
+	full_stripe
+}
+
+# full_dma: the driver's DMA channel against the CPU's copy
+full_dma() {
+	local e s d c
+	echo
+	echo "DMA channel (dma_bw: parent's memory -> region of another process):"
+	echo
+	echo "| engine | size | DMA MB/s | COPY MB/s | DMA/COPY | DMA overlap % | COPY overlap % |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
+	for e in dma-soft dma-hw; do
+		for s in 65536 1048576 4194304; do
+			d=$(med dma "$e" "$s" 1)
+			c=$(med dma "$e" "$s" 2)
+			[[ $d == NA ]] && continue
+			echo "| $e | $(human "$s") | ${d%.*} | ${c%.*} | $(awk -v a="$d" -v b="$c" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') | $(med dma "$e" "$s" 3) | $(med dma "$e" "$s" 4) |"
+		done
+	done
+}
+
+# full_stripe: offload striping against either part alone
+full_stripe() {
+	local e s
+	echo
+	echo "Offload striping (bw, one message at a time, kmod): MB/s of the CPU alone (rput), CPU + engine (stripe), the engine alone (dma):"
+	echo
+	table vm_stripe 1 "%.0f" 1048576 4194304 16777216
+	echo
+	echo "| engine | size | stripe/rput | stripe/dma |"
+	echo "|---|---:|---:|---:|"
+	for e in soft hw; do
+		for s in 1048576 16777216; do
+			echo "| $e | $(human "$s") | $(ratio vm_stripe "$e-stripe" vm_stripe "$e-rput" "$s") | $(ratio vm_stripe "$e-stripe" vm_stripe "$e-dma" "$s") |"
+		done
+	done
+}
+
+full_peers() {
+	echo
+	echo "## Peers"
+	echo
+	cat "$out"/*.notes 2>/dev/null | sort -u | sed 's/^/    /'
+	echo "    openmpi: mpirun.openmpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
+	echo "    mpich:   mpirun.mpich (ch4:ucx)"
+	echo "    ucx:     ucx_perftest -t tag_lat / tag_bw -O 64, $(ucx_info -v 2>/dev/null | awk '/Version/ { print "UCX " $3; exit }')"
+}
+
+# ------------------------------------------------------------ charts
+# plot NAME TITLE YLABEL CSV...: gnuplot chart NAME.png of value column 1
+# of every series of the CSVs (medians over rounds)
+plot() {
+	local name=$1 title=$2 ylabel=$3 csv files="" titles="" ser dir k=0 sers
+	shift 3
+	have gnuplot || return 0
+	dir=$out/plotdata/$name
+	mkdir -p "$dir"
+	for csv in "$@"; do
+		[[ -e $out/$csv.csv ]] || continue
+		mapfile -t sers < <(awk -F, 'FNR > 1 && !seen[$1]++ { print $1 }' "$out/$csv.csv")
+		for ser in "${sers[@]}"; do
+			k=$((k + 1))
+			medians "$csv" "$ser" 1 >"$dir/$k.dat"
+			files+="$dir/$k.dat "
+			titles+="$ser "
+		done
+	done
+	[[ -n $files ]] || return 0
+	gnuplot -e "files='${files% }'; titles='${titles% }'; out='$out/$name.png'; ttl='$title'; ylab='$ylabel'" \
+		bench/plot.gp 2>"$out/raw/plot-$name.err" ||
+		say "gnuplot failed for $name (see $out/raw/plot-$name.err)"
+}
+
+# overlap.png: sender (solid) and receiver (dashed) overlap per protocol,
+# one colour per protocol
+plot_overlap() {
+	local dir=$out/plotdata/overlap files="" titles="" lcs="" dts="" ser k=0 n=0 c sers
+	have gnuplot && [[ -e $out/overlap.csv ]] || return 0
+	mkdir -p "$dir"
+	mapfile -t sers < <(awk -F, 'FNR > 1 && !seen[$1]++ { print $1 }' "$out/overlap.csv")
+	for ser in "${sers[@]}"; do
+		n=$((n + 1))
+		for c in 1 2; do
+			k=$((k + 1))
+			medians overlap "$ser" "$c" >"$dir/$k.dat"
+			files+="$dir/$k.dat "
+			titles+="$ser-$([[ $c == 1 ]] && echo sender || echo receiver) "
+			lcs+="$n "
+			dts+="$([[ $c == 1 ]] && echo 1 || echo 2) "
+		done
+	done
+	gnuplot -e "files='${files% }'; titles='${titles% }'; lcs='${lcs% }'; dts='${dts% }'; out='$out/overlap.png'; ttl='Overlap: share of a nonblocking transfer the side spends computing (solid: sender, dashed: receiver)'; ylab='overlap (%)'; linear=1; xmin=12000" \
+		bench/plot.gp 2>"$out/raw/plot-overlap.err" ||
+		say "gnuplot failed for overlap (see $out/raw/plot-overlap.err)"
+}
+
+# ------------------------------------------------------------ patterns
+summary_patterns() {
+	local pre
+	{
+		echo "# coopmpi collective patterns and 3-D stencil ([Chakraborty18] Fig. 14-17)"
+		echo
+		run_info "$(machine); \`bench/run-suite.sh patterns\`, ${BENCH_PATTERN_ROUNDS:-15} interleaved rounds, $((SECONDS - start)) s." \
+			"shm provider.  Every value is the median over rounds; a ratio is the median of per-round ratios." \
+			"Ranks are bound round-robin to the $ncpu CPUs (scripts/cooprun -b): with more ranks than CPUs, ranks share CPUs, so waiting ranks take CPU time from copying ones; the scale is this machine's, not [Chakraborty18]'s."
+		for pre in "" vm_; do
+			patterns_part "$pre"
+		done
+		problems "${failures[@]/#/failed: }"
+		echo
+		echo "Raw output: raw/.  CSVs: one per pattern and rank count (series = protocol)."
+	} >"$out/summary.md"
+}
+
+# patterns_part PREFIX: the tables of this machine's CSVs (PREFIX "") or
+# of the VM's (vm_, if any)
+patterns_part() {
+	local pre=$1 csv
+	if [[ -n $pre ]]; then
+		ls "$out"/vm_*.csv >/dev/null 2>&1 || return 0
+		echo
+		echo "# In the VM: emulated (QEMU TCG), kmod provider, 4 ranks on 4 vCPUs — ratios only"
+	fi
+	for csv in scatter_n3 scatter_n4 gather_n3 gather_n4 reduce_n2 reduce_n4; do
+		[[ -e $out/$pre$csv.csv ]] || continue
+		echo
+		echo "## ${csv%_n*}, ${csv##*_n} ranks: time per operation (us), median over iterations of the slowest rank"
+		echo
+		if [[ -n $pre ]]; then
+			pattern_table "$pre$csv" 262144 1048576
+		else
+			# shellcheck disable=SC2086 # the list splits on purpose
+			pattern_table "$csv" $pattern_sizes
+		fi
+	done
+	for csv in stencil_4x1x1 stencil_3x2x1; do
+		[[ -e $out/$pre$csv.csv ]] || continue
+		echo
+		echo "## 3-D stencil, grid ${csv#stencil_}, non-periodic (copies: bytes a rank copied / message size)"
+		echo
+		stencil_table "$pre$csv"
+	done
+}
+
+# vs_best CSV SIZE: "RATIO (PROTO)": PROTO is the static protocol with the
+# lowest median time, RATIO the median over rounds of auto's time / PROTO's
+# in the same round.  (Not / the fastest static of each round: a minimum
+# of three noisy times is biased low, and auto would look slower than the
+# very protocol it chose.)
+vs_best() {
+	local csv=$1 z=$2 p v best="" bv=""
+	for p in $pattern_protos; do
+		[[ $p == auto ]] && continue
+		v=$(med "$csv" "$p" "$z")
+		[[ $v == NA ]] && continue
+		if [[ -z $bv ]] || awk -v a="$v" -v b="$bv" 'BEGIN { exit !(a < b) }'; then
+			bv=$v best=$p
+		fi
+	done
+	if [[ -z $best ]]; then
+		echo "NA (NA)"
+		return
+	fi
+	echo "$(fmt "$(ratio "$csv" auto "$csv" "$best" "$z")" %.2f) ($best)"
+}
+
+# mix CSV SERIES SIZE FIRST: the protocols messages took (median messages
+# per operation), from value columns FIRST.. (in the order of rndv_cols)
+mix() {
+	local csv=$1 ser=$2 z=$3 c=$4 p v acc=""
+	for p in $rndv_cols; do
+		v=$(med "$csv" "$ser" "$z" "$c")
+		c=$((c + 1))
+		awk -v x="$v" 'BEGIN { exit !(x != "NA" && x > 0.005) }' || continue
+		acc+="${acc:+, }$p $(fmt "$v" %.2g)"
+	done
+	echo "${acc:--}"
+}
+
+# copies CSV SERIES SIZE N: medians of the per-rank copy columns, r0/r1/..
+copies() {
+	local csv=$1 ser=$2 z=$3 n=$4 r acc=""
+	for ((r = 0; r < n; r++)); do
+		acc+="${acc:+/}$(fmt "$(med "$csv" "$ser" "$z" $((9 + r)))" %.2f)"
+	done
+	echo "$acc"
+}
+
+# pattern_table CSV SIZES...: time per protocol and auto's ratios, then
+# who copied
+pattern_table() {
+	local csv=$1 z p row
+	shift
+	[[ -e $out/$csv.csv ]] || {
+		echo "(no data)"
+		return
+	}
+	echo "| size | rput us | rget us | coop us | auto us | auto / best static | auto / rput | auto / rget | auto chose (messages/op) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+	for z in "$@"; do
+		row="| $(human "$z") |"
+		for p in $pattern_protos; do
+			row+=" $(fmt "$(med "$csv" "$p" "$z")" %.0f) |"
+		done
+		row+=" $(vs_best "$csv" "$z") | $(ratio "$csv" auto "$csv" rput "$z") |"
+		row+=" $(ratio "$csv" auto "$csv" rget "$z") | $(mix "$csv" auto "$z" 2) |"
+		echo "$row"
+	done
+	echo
+	copies_table "$csv" "$@"
+}
+
+# copies_table CSV SIZES...: bytes each rank copied, per protocol
+copies_table() {
+	local csv=$1 n=${1##*_n} z p row sep="|---|"
+	shift
+	echo "Bytes each rank's CPU copied per operation, in units of the size, ranks 0 (root) .. $((n - 1)):"
+	echo
+	row="| protocol |"
+	for z in "$@"; do
+		row+=" $(human "$z") |"
+		sep+="---|"
+	done
+	echo "$row"
+	echo "$sep"
+	for p in $pattern_protos; do
+		row="| $p |"
+		for z in "$@"; do row+=" $(copies "$csv" "$p" "$z" "$n") |"; done
+		echo "$row"
+	done
+}
+
+# stencil_table CSV: per protocol, time per iteration and the copy balance
+stencil_table() {
+	local csv=$1 n p
+	[[ -e $out/$csv.csv ]] || {
+		echo "(no data)"
+		return
+	}
+	n=$(awk -F, 'FNR == 2 { print $3; exit }' "$out/$csv.csv")
+	echo "| protocol | us/iter | copies/iter max | min | max/min | ideal (mean) | copy us/iter max/min | messages/iter by protocol |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---|"
+	for p in $pattern_protos; do
+		echo "| $p | $(fmt "$(med "$csv" "$p" "$n")" %.0f) | $(fmt "$(med "$csv" "$p" "$n" 2)" %.2f) | $(fmt "$(med "$csv" "$p" "$n" 3)" %.2f) | $(ratio "$csv" "$p" "$csv" "$p" "$n" 2 3) | $(fmt "$(med "$csv" "$p" "$n" 4)" %.2f) | $(ratio "$csv" "$p" "$csv" "$p" "$n" 5 6) | $(mix "$csv" "$p" "$n" 8) |"
+	done
+	echo
+	echo "auto / best static time: $(vs_best "$csv" "$n"); auto / rput: $(ratio "$csv" auto "$csv" rput "$n"); auto / rget: $(ratio "$csv" auto "$csv" rget "$n")."
+}
+
+# ------------------------------------------------------------ quick
+keys_quick() {
+	{
+		echo "# coopmpi quick benchmark"
+		echo
+		echo "$(machine); \`bench/run-suite.sh quick\`, ${BENCH_ROUNDS:-7} interleaved rounds, medians."
+		print_notes
+		echo
+		echo '```'
+		print_keys
+		echo '```'
+	} >"$out/summary.md"
+	print_keys >"$out/keys.txt"
+}
+
+print_keys() {
+	local M=1048576 F=4194304
+	echo "eager_lat_8B_us=$(med latency coopmpi-auto 8)"
+	echo "ompi_lat_8B_us=$(med latency openmpi 8)"
+	echo "rget_bw_1MiB_MBps=$(med bw coopmpi-rget $M)"
+	echo "coop_bw_1MiB_MBps=$(med bw coopmpi-coop $M)"
+	echo "rget_bw_4MiB_MBps=$(med bw coopmpi-rget $F)"
+	echo "coop_bw_4MiB_MBps=$(med bw coopmpi-coop $F)"
+	echo "ompi_bw_1MiB_MBps=$(med bw openmpi $M)"
+	echo "mpich_bw_1MiB_MBps=$(med bw mpich $M)"
+	echo "memcpy2_bw_1MiB_MBps=$(med limits memcpy-2T $M)"
+	echo "coop_vs_rget_bw_1MiB=$(ratio bw coopmpi-coop bw coopmpi-rget $M)"
+	echo "coop_vs_rget_bw_4MiB=$(ratio bw coopmpi-coop bw coopmpi-rget $F)"
+	echo "coop_vs_ompi_bw_1MiB=$(ratio bw coopmpi-coop bw openmpi $M)"
+	echo "coop_vs_mpich_bw_1MiB=$(ratio bw coopmpi-coop bw mpich $M)"
+	echo "coop_vs_memcpy2_bw_1MiB=$(ratio bw coopmpi-coop limits memcpy-2T $M)"
+	echo "eager_lat_vs_ompi_8B=$(ratio latency coopmpi-auto latency openmpi 8)"
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * coopmpi_xfer.h - libcoopmpi's lower layer, for an MPI implementation
+ * that keeps its own matching and rendezvous packets (as Open MPI's smsc
+ * framework serves its ob1/sm): memory regions, single copies and
+ * cooperative copy jobs between the ranks of a connected context, and
+ * the load counters that say who should copy.  Whatever the provider
+ * (the coopmpi driver or the user-space fallback), the calls are the same.
+ *
+ * The caller's own control messages carry what these calls produce: the
+ * key of a registered region (coop_rkey_t, 16 bytes), a work slot number
+ * (uint32_t).  A typical rendezvous:
+ *
+ *   sender:   coop_mem_reg(sbuf, READ) -> skey; its RTS(skey, len)
+ *   receiver: coop_mem_reg(rbuf, WRITE) -> rkey; coop_xfer_split() -> x;
+ *             coop_xfer_slot_alloc(len, x) -> slot; its CTS(rkey, slot);
+ *             coop_xfer_start(GET, skey, slot): reads [0, x), then helps
+ *   sender:   on the CTS, coop_xfer_start(PUT, rkey, slot): writes
+ *             [x, len), then helps
+ *   both:     the requests complete (coop_wait/coop_test) when all len
+ *             bytes are copied, by either side: neither waits for the
+ *             other's FIN, nor for its progress.  The sender then tells
+ *             the receiver it is done with the slot (its FIN), and the
+ *             receiver calls coop_xfer_slot_release().
+ *
+ * A copy moves at most COOP_CHUNK bytes per progress step, so control
+ * messages keep flowing; requests progress in every completion call and
+ * coop_progress() of the context.  A peer that dies fails the requests
+ * that copy with it (COOP_ERR_PEER_DEAD) unless all their bytes are in,
+ * and frees the work slots shared with it.
+ *
+ * Thread safety: as the context's other calls (COOP_THREAD_SERIALIZED).
+ */
+#ifndef COOPMPI_XFER_H
+#define COOPMPI_XFER_H
+
+#include "coopmpi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The key of a registered region, as peers use it. */
+typedef struct coop_mem_key {
+	uint64_t cookie;	/* provider's handle (driver cookie / address) */
+	uint64_t length;	/* bytes from the region's start */
+} coop_rkey_t;
+
+/* What peers may do with a region (coop_mem_reg). */
+#define COOP_ACCESS_READ	(1u << 0)	/* copy from it */
+#define COOP_ACCESS_WRITE	(1u << 1)	/* copy into it */
+
+/*
+ * coop_mem_reg - register len bytes at addr so that the peers of ctx can
+ * copy from (READ) and/or into (WRITE) them; *key is what they need.
+ * With the driver the pages are pinned while peers copy, not before.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, len 0, unknown access bits,
+ * neither bit), COOP_ERR_STATE (not connected), COOP_ERR_COPY (addr not
+ * mapped), COOP_ERR_NOMEM, COOP_ERR_PROVIDER.
+ */
+COOP_API int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
+			  unsigned access, coop_rkey_t *key);
+
+/* coop_mem_dereg - end a registration: copies that start later fail.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_PROVIDER (unknown key). */
+COOP_API int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key);
+
+/* Direction of a copy job (exactly one). */
+#define COOP_XFER_GET	(1u << 0)	/* the peer's region -> local */
+#define COOP_XFER_PUT	(1u << 1)	/* local -> the peer's region */
+
+#define COOP_XFER_NO_SLOT	UINT32_MAX
+
+typedef struct coop_xfer_params {
+	uint32_t size;		/* sizeof(coop_xfer_params_t) */
+	uint32_t flags;		/* COOP_XFER_GET or COOP_XFER_PUT */
+	int peer;		/* rank whose region key names */
+	uint32_t slot;		/* cooperative: the work slot (GET: ours,
+				 * from coop_xfer_slot_alloc; PUT: the
+				 * peer's), else COOP_XFER_NO_SLOT */
+	void *local;		/* local buffer */
+	size_t len;		/* bytes; the region's offsets 0..len */
+	coop_rkey_t key;	/* the peer's region */
+	uint64_t reserved[4];	/* must be zero */
+} coop_xfer_params_t;
+
+/*
+ * coop_xfer_start - start a copy job between p->local and the peer's
+ * region.  Without a slot this side copies everything; with one it
+ * copies its range of the slot first (GET: [0, split), PUT: [split,
+ * len)), then claims chunks of the other side's range that the other
+ * side has not taken, so a side that falls behind is helped.  The
+ * request completes when all len bytes are copied (by either side):
+ * status.count = bytes this side copied, status.error = COOP_SUCCESS,
+ * COOP_ERR_COPY (bad address or key), COOP_ERR_PEER_DEAD.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, bad size, flags, reserved
+ * not zero, len beyond the key, a slot that is not one of the peer's or
+ * ours shared with it, or of another length), COOP_ERR_RANK,
+ * COOP_ERR_STATE (not connected), COOP_ERR_PEER_DEAD, COOP_ERR_NOMEM.
+ */
+COOP_API int coop_xfer_start(coop_context_t *ctx,
+			     const coop_xfer_params_t *p,
+			     coop_request_t **req);
+
+/*
+ * coop_xfer_slot_alloc - a work slot in our shared segment for a
+ * cooperative copy of len bytes with peer: we (the reader, GET) take
+ * [0, split), the peer (PUT) [split, len).  It holds two references:
+ * our copy job's (dropped when our request completes; call
+ * coop_xfer_slot_release instead if no job is started on it) and the
+ * peer's (coop_xfer_slot_release when its message says it is done).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, split > len, len 0),
+ * COOP_ERR_RANK, COOP_ERR_STATE, COOP_ERR_NOMEM (all slots busy: copy
+ * single-sided instead).
+ */
+COOP_API int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
+				  size_t split, uint32_t *slot);
+
+/* coop_xfer_slot_release - drop one reference of our slot shared with
+ * peer.  Returns COOP_SUCCESS, COOP_ERR_ARG (not such a slot). */
+COOP_API int coop_xfer_slot_release(coop_context_t *ctx, int peer,
+				    uint32_t slot);
+
+/*
+ * coop_xfer_split - COOP-load: the share x of len bytes that this rank
+ * (the reader) should copy so that both ranks' loads - pending copy bytes
+ * from the counters plus recently copied bytes - end level: own + x =
+ * peer's + len - x, clamped to 0..len.  Never blocks.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_STATE.
+ */
+COOP_API int coop_xfer_split(coop_context_t *ctx, int peer, size_t len,
+			     size_t *share);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COOPMPI_XFER_H */

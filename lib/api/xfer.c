@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * xfer.c - include/coopmpi_xfer.h: the core's regions, copy jobs, work
+ * slots and load counters for MPI implementations with their own
+ * matching.  A copy job is a request of kind REQ_XFER whose job's done
+ * callback completes it; everything else (chunking, the claim of work
+ * slot ranges, load accounting, peer failure) is the core's, the same
+ * code the library's own rendezvous protocols run.
+ */
+#include <string.h>
+
+#include "mpi.h"
+#include "coopmpi_xfer.h"
+
+_Static_assert(sizeof(coop_rkey_t) == sizeof(struct coop_rkey), "rkey");
+_Static_assert(COOP_ACCESS_READ == COOPMPI_REGION_READ &&
+	       COOP_ACCESS_WRITE == COOPMPI_REGION_WRITE, "access bits");
+
+#define ACCESS_BITS (COOP_ACCESS_READ | COOP_ACCESS_WRITE)
+
+static int check_peer(const struct coop_context *ctx, int peer)
+{
+	if (!ctx)
+		return COOP_ERR_ARG;
+	if (!ctx->connected)
+		return COOP_ERR_STATE;
+	return peer >= 0 && peer < ctx->size ? COOP_SUCCESS : COOP_ERR_RANK;
+}
+
+int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
+		 unsigned access, coop_rkey_t *key)
+{
+	struct coop_rkey k;
+	int rc = check_peer(ctx, 0);
+
+	if (rc)
+		return rc;
+	if (!addr || !len || !key || !access || (access & ~ACCESS_BITS))
+		return COOP_ERR_ARG;
+	rc = ctx->prov.ops->reg(&ctx->prov, addr, len, access, &k);
+	if (rc)
+		return coop_err_from_errno(rc);
+	memcpy(key, &k, sizeof(k));
+	return COOP_SUCCESS;
+}
+
+int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key)
+{
+	struct coop_rkey k;
+
+	if (!ctx || !key)
+		return COOP_ERR_ARG;
+	memcpy(&k, key, sizeof(k));
+	return ctx->prov.ops->dereg(&ctx->prov, &k) ? COOP_ERR_PROVIDER :
+						       COOP_SUCCESS;
+}
+
+/* Our slot shared with peer, busy: its index is trusted from now on. */
+static int own_slot_ok(const struct coop_context *ctx, int peer,
+		       uint32_t slot)
+{
+	return slot < ctx->seg.hdr->nwork && ctx->seg.work_peer[slot] == peer;
+}
+
+/* The work slot p names, of the length p moves; NULL if there is none. */
+static struct coop_work_slot *slot_of(struct coop_context *ctx,
+				      const coop_xfer_params_t *p)
+{
+	const struct coop_seg *seg = p->flags == COOP_XFER_GET ?
+		&ctx->seg : &ctx->peers[p->peer].seg;
+	struct coop_work_slot *w;
+
+	if (p->flags == COOP_XFER_GET && !own_slot_ok(ctx, p->peer, p->slot))
+		return NULL;
+	if (!seg->hdr || p->slot >= seg->hdr->nwork)
+		return NULL;
+	w = &seg->work[p->slot];
+	return w->len == p->len ? w : NULL;
+}
+
+static int check_params(struct coop_context *ctx, const coop_xfer_params_t *p)
+{
+	unsigned i;
+	int rc;
+
+	if (!p || p->size != sizeof(*p))
+		return COOP_ERR_ARG;
+	rc = check_peer(ctx, p->peer);
+	if (rc)
+		return rc;
+	for (i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]); i++)
+		if (p->reserved[i])
+			return COOP_ERR_ARG;
+	if ((p->flags != COOP_XFER_GET && p->flags != COOP_XFER_PUT) ||
+	    (p->len && !p->local) || p->len > p->key.length)
+		return COOP_ERR_ARG;
+	if (p->slot != COOP_XFER_NO_SLOT && !slot_of(ctx, p))
+		return COOP_ERR_ARG;
+	return ctx->peers[p->peer].dead ? COOP_ERR_PEER_DEAD : COOP_SUCCESS;
+}
+
+static void xfer_done(struct coop_job *j)
+{
+	struct coop_request *r = j->req;
+
+	coop_req_set_error(r, j->err);
+	r->status.count = j->done;
+	coop_req_event(r, EV_LOCAL);
+}
+
+static const struct coop_job_ops xfer_ops = { .done = xfer_done };
+
+int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
+		    coop_request_t **req)
+{
+	struct coop_job_args a = { .ops = &xfer_ops };
+	struct coop_request *r;
+	struct coop_rkey key;
+	int rc = check_params(ctx, p);
+
+	if (rc || !req)
+		return rc ? rc : COOP_ERR_ARG;
+	r = coop_req_new(ctx, REQ_XFER);
+	if (!r)
+		return COOP_ERR_NOMEM;
+	r->peer = p->peer;
+	r->buf = p->local;
+	r->len = p->len;
+	coop_req_activate(r);
+	a.kind = p->flags == COOP_XFER_GET ? JOB_READ : JOB_WRITE;
+	a.peer = p->peer;
+	a.local = p->local;
+	memcpy(&key, &p->key, sizeof(key));
+	a.key = &key;
+	a.len = p->len;
+	if (p->slot != COOP_XFER_NO_SLOT) {
+		a.shared = slot_of(ctx, p);
+		a.chunk = a.shared->chunk;
+	}
+	r->pending |= EV_LOCAL;
+	coop_job_start(r, &a);
+	if (p->flags == COOP_XFER_GET && a.shared)
+		r->job.own_slot = (int)p->slot;	/* its reference */
+	*req = r;
+	return COOP_SUCCESS;
+}
+
+int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
+			 size_t split, uint32_t *slot)
+{
+	int rc = check_peer(ctx, peer), s;
+
+	if (rc)
+		return rc;
+	if (!slot || !len || split > len)
+		return COOP_ERR_ARG;
+	s = coop_seg_work_alloc(&ctx->seg, len, coop_job_coop_chunk(ctx, len),
+				split, peer);
+	if (s < 0)
+		return COOP_ERR_NOMEM;
+	*slot = (uint32_t)s;
+	return COOP_SUCCESS;
+}
+
+int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
+{
+	int rc = check_peer(ctx, peer);
+
+	if (rc)
+		return rc;
+	if (!own_slot_ok(ctx, peer, slot))
+		return COOP_ERR_ARG;
+	coop_seg_work_put(&ctx->seg, slot, peer);
+	return COOP_SUCCESS;
+}
+
+int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
+{
+	uint64_t now = coop_now_ns(), ls;
+	int rc = check_peer(ctx, peer);
+
+	if (rc)
+		return rc;
+	if (!share)
+		return COOP_ERR_ARG;
+	ls = coop_load_score(ctx, peer, now);
+	*share = (size_t)coop_load_level_share(ls, coop_load_score(ctx,
+							ctx->rank, now), len);
+	return COOP_SUCCESS;
+}

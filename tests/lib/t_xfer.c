@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * t_xfer.c - include/coopmpi_xfer.h, the lower layer for MPI
+ * implementations with their own matching: regions, single-sided GET and
+ * PUT jobs, cooperative jobs through a work slot (both sides copy, each
+ * chunk once, the reader completes alone when the writer never starts),
+ * the slot's references, the COOP-load split, and every argument check.
+ * The tests' own control messages go through coop_send/coop_recv, as an
+ * MPI implementation's would go through its own packets.
+ */
+#include <string.h>
+
+#include "coopmpi_xfer.h"
+#include "harness.h"
+#include "tests.h"
+
+#define COMM 61
+#define LEN ((4u << 20) + 123)	/* unaligned, several chunks */
+
+/* What a rendezvous packet of the caller would carry. */
+struct ctl {
+	coop_rkey_t key;
+	uint32_t slot;
+	uint32_t pad;
+	uint64_t count;
+};
+
+static void ctl_send(coop_context_t *ctx, int peer, const struct ctl *c)
+{
+	T_OK(coop_send(ctx, c, sizeof(*c), peer, 1, COMM, 0));
+}
+
+static void ctl_recv(coop_context_t *ctx, int peer, struct ctl *c)
+{
+	T_OK(coop_recv(ctx, c, sizeof(*c), peer, 1, COMM, 0, NULL));
+}
+
+/* Start a job of dir with peer and wait for it: the bytes we copied. */
+static size_t run_job(coop_context_t *ctx, unsigned dir, int peer, void *buf,
+		      const coop_rkey_t *key, uint32_t slot)
+{
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = dir, .peer = peer, .slot = slot,
+		.local = buf, .len = LEN, .key = *key,
+	};
+	coop_request_t *r;
+	coop_status_t st;
+
+	T_OK(coop_xfer_start(ctx, &p, &r));
+	T_OK(coop_wait(&r, &st));
+	return st.count;
+}
+
+/* arg: COOP_XFER_GET or COOP_XFER_PUT; rank 0 runs the job against the
+ * region of rank 1. */
+static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	unsigned dir = *(const unsigned *)arg;
+	char *buf = malloc(LEN + 1), *data = buf + 1;	/* unaligned */
+	struct ctl c = { .slot = COOP_XFER_NO_SLOT };
+
+	(void)size;
+	if (rank == 1) {
+		t_fill(data, LEN, 7);
+		T_OK(coop_mem_reg(ctx, data, LEN, dir == COOP_XFER_GET ?
+				  COOP_ACCESS_READ : COOP_ACCESS_WRITE,
+				  &c.key));
+		ctl_send(ctx, 0, &c);
+		ctl_recv(ctx, 0, &c);	/* done */
+		T_OK(coop_mem_dereg(ctx, &c.key));
+		if (dir == COOP_XFER_PUT)
+			T_ASSERT(t_check(data, LEN, 9) < 0, "PUT data");
+	} else {
+		t_fill(data, LEN, 9);
+		ctl_recv(ctx, 1, &c);
+		T_ASSERT(run_job(ctx, dir, 1, data, &c.key, c.slot) == LEN,
+			 "this side copied everything");
+		if (dir == COOP_XFER_GET)
+			T_ASSERT(t_check(data, LEN, 7) < 0, "GET data");
+		ctl_send(ctx, 1, &c);
+	}
+	free(buf);
+	return 0;
+}
+
+/*
+ * Cooperative: rank 0 reads (owns the slot, takes [0, split)), rank 1
+ * writes; arg nonzero: the writer never starts its job, the reader
+ * copies everything.  Each chunk is copied once; the slot is free after
+ * the job's and the writer's references are dropped.
+ */
+static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	int absent = *(const int *)arg;
+	char *buf = malloc(LEN);
+	struct ctl rts, cts, fin = { .count = 0 };
+	size_t split;
+
+	(void)size;
+	if (rank == 1) {	/* the sender: writes [split, LEN) */
+		t_fill(buf, LEN, 3);
+		T_OK(coop_mem_reg(ctx, buf, LEN, COOP_ACCESS_READ, &rts.key));
+		ctl_send(ctx, 0, &rts);
+		ctl_recv(ctx, 0, &cts);
+		if (!absent)
+			fin.count = run_job(ctx, COOP_XFER_PUT, 0, buf,
+					    &cts.key, cts.slot);
+		ctl_send(ctx, 0, &fin);	/* done with the slot */
+		ctl_recv(ctx, 0, &fin);	/* the reader is done too */
+		T_OK(coop_mem_dereg(ctx, &rts.key));
+	} else {
+		memset(buf, 0, LEN);
+		ctl_recv(ctx, 1, &rts);
+		T_OK(coop_mem_reg(ctx, buf, LEN, COOP_ACCESS_WRITE, &cts.key));
+		T_OK(coop_xfer_split(ctx, 1, LEN, &split));
+		T_ASSERT(split == LEN / 2, "idle ranks split evenly: %zu",
+			 split);
+		T_OK(coop_xfer_slot_alloc(ctx, 1, LEN, split, &cts.slot));
+		ctl_send(ctx, 1, &cts);
+		fin.count = run_job(ctx, COOP_XFER_GET, 1, buf, &rts.key,
+				    cts.slot);
+		T_ASSERT(t_check(buf, LEN, 3) < 0, "cooperative data");
+		if (absent)	/* completes without the writer */
+			T_ASSERT(fin.count == LEN, "reader copied %llu",
+				 (unsigned long long)fin.count);
+		split = fin.count;
+		ctl_recv(ctx, 1, &fin);
+		T_ASSERT(split + fin.count == LEN, "each chunk once: %zu + %llu",
+			 split, (unsigned long long)fin.count);
+		T_OK(coop_xfer_slot_release(ctx, 1, cts.slot));
+		T_ASSERT(coop_xfer_slot_release(ctx, 1, cts.slot) ==
+			 COOP_ERR_ARG, "the slot was freed");
+		T_OK(coop_mem_dereg(ctx, &cts.key));
+		ctl_send(ctx, 1, &fin);
+	}
+	free(buf);
+	return 0;
+}
+
+/* Every argument check answers with its error, and nothing starts. */
+static void bad_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
+{
+	coop_xfer_params_t ok = {
+		.size = sizeof(ok), .flags = COOP_XFER_GET, .peer = 1,
+		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = 4096,
+		.key = key,
+	}, p;
+	coop_request_t *r;
+
+	p = ok, p.size--;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "size");
+	p = ok, p.flags = 0;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "no dir");
+	p = ok, p.flags = COOP_XFER_GET | COOP_XFER_PUT;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "two dirs");
+	p = ok, p.reserved[3] = 1;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "reserved");
+	p = ok, p.len = key.length + 1;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "beyond key");
+	p = ok, p.slot = 0;	/* not allocated */
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "free slot");
+	p = ok, p.flags = COOP_XFER_PUT, p.slot = 1u << 30;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "peer slot");
+	p = ok, p.peer = 2;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_RANK, "rank");
+	T_ASSERT(coop_xfer_start(ctx, NULL, &r) == COOP_ERR_ARG, "NULL");
+	T_ASSERT(coop_xfer_start(ctx, &ok, NULL) == COOP_ERR_ARG, "no req");
+	T_ASSERT(coop_xfer_start(NULL, &ok, &r) == COOP_ERR_ARG, "no ctx");
+}
+
+static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	char *buf = malloc(LEN);
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = COOP_XFER_GET, .peer = 1,
+		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = 4096,
+	};
+	coop_request_t *r;
+	uint32_t slot;
+	size_t share;
+
+	(void)arg;
+	if (rank == 1) {
+		t_barrier(ctx, rank, size);
+		free(buf);
+		return 0;
+	}
+	T_ASSERT(coop_mem_reg(ctx, NULL, 8, COOP_ACCESS_READ, &p.key) ==
+		 COOP_ERR_ARG, "NULL addr");
+	T_ASSERT(coop_mem_reg(ctx, buf, 0, COOP_ACCESS_READ, &p.key) ==
+		 COOP_ERR_ARG, "len 0");
+	T_ASSERT(coop_mem_reg(ctx, buf, 8, 0, &p.key) == COOP_ERR_ARG,
+		 "no access");
+	T_ASSERT(coop_mem_reg(ctx, buf, 8, 4, &p.key) == COOP_ERR_ARG,
+		 "unknown access bit");
+	T_ASSERT(coop_mem_reg(ctx, buf, 8, COOP_ACCESS_READ, NULL) ==
+		 COOP_ERR_ARG, "NULL key");
+	T_OK(coop_mem_reg(ctx, buf, LEN, COOP_ACCESS_READ, &p.key));
+	bad_params(ctx, buf, p.key);
+	T_ASSERT(coop_xfer_slot_alloc(ctx, 1, 100, 101, &slot) ==
+		 COOP_ERR_ARG, "split > len");
+	T_ASSERT(coop_xfer_slot_alloc(ctx, 1, 0, 0, &slot) == COOP_ERR_ARG,
+		 "len 0");
+	T_ASSERT(coop_xfer_slot_alloc(ctx, -1, 100, 0, &slot) ==
+		 COOP_ERR_RANK, "rank");
+	T_ASSERT(coop_xfer_slot_alloc(ctx, 1, 100, 0, NULL) == COOP_ERR_ARG,
+		 "NULL slot");
+	T_ASSERT(coop_xfer_slot_release(ctx, 1, 7) == COOP_ERR_ARG,
+		 "release of a free slot");
+	T_ASSERT(coop_xfer_split(ctx, 1, 100, NULL) == COOP_ERR_ARG, "NULL");
+	T_OK(coop_xfer_split(ctx, 1, 0, &share));
+	T_ASSERT(share == 0, "share of nothing");
+	/* a job of our own region (single-sided, with ourselves): it may
+	 * not be cancelled, it completes */
+	p.peer = 0;
+	T_OK(coop_xfer_start(ctx, &p, &r));
+	T_ASSERT(coop_cancel(r) == COOP_ERR_UNSUPPORTED, "cancel");
+	T_OK(coop_wait(&r, NULL));
+	T_OK(coop_mem_dereg(ctx, &p.key));
+	T_ASSERT(coop_mem_dereg(ctx, NULL) == COOP_ERR_ARG, "dereg NULL");
+	t_barrier(ctx, rank, size);
+	free(buf);
+	return 0;
+}
+
+static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
+static const int writer_present = 0, writer_absent = 1;
+
+/* Each case: two ranks running fn(arg). */
+static const struct {
+	rank_fn fn;
+	const void *arg;
+} cases[] = {
+	{ single_rank, &get },
+	{ single_rank, &put },
+	{ cooperative_rank, &writer_present },
+	{ cooperative_rank, &writer_absent },
+	{ args_rank, NULL },
+};
+
+START_TEST(test_xfer)
+{
+	ck_assert_int_eq(run_ranks(2, NULL, cases[_i].fn,
+				   (void *)cases[_i].arg, 60, NULL), 0);
+}
+END_TEST
+
+TCase *tc_xfer(void)
+{
+	TCase *tc = tcase_create("xfer");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_xfer, 0,
+			    (int)(sizeof(cases) / sizeof(cases[0])));
+	return tc;
+}
