@@ -1,7 +1,7 @@
 #!/bin/bash
 # Test of scripts/layer-check.sh on a miniature layered tree (layers a < b < c,
-# sources in src/), built in a temp dir: never reads lib/obj, so it gives the
-# same result whatever state the real library build is in.
+# sources in src/), built in a temp dir, then - when lib/ is built - on a
+# copy of the library's objects with a deliberate upward call added.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -94,6 +94,25 @@ mkdir "$tmp/clean/d"
 run empty "$tmp/clean" a b c d
 [[ $rc == 2 && $out == *"no objects"* ]]
 expect $? "empty layer: exit 2 with a message (got $rc)"
+
+# 5. The real library (when it is built): its objects pass, and the same
+#    objects plus one core file calling an MPI-layer function fail.
+lib_obj=$here/../../lib/obj
+if [[ -d $lib_obj/core ]]; then
+	layers=(providers core protocols mpi api)
+	run lib "$lib_obj" "${layers[@]}"
+	expect "$rc" "lib/obj: exit 0 (got $rc)"
+	cp -r "$lib_obj" "$tmp/lib"
+	printf 'void coop_match_resume(void *ctx, unsigned short comm);\n%s\n' \
+		'void core_upcall(void *ctx) { coop_match_resume(ctx, 0); }' \
+		>"$tmp/core_upcall.c"
+	cc -c -fvisibility=hidden "$tmp/core_upcall.c" \
+		-o "$tmp/lib/core/core_upcall.o"
+	run lib-up "$tmp/lib" "${layers[@]}"
+	want="layer violation: core/core_upcall.o (core) uses coop_match_resume defined in mpi/match.o (mpi)"
+	[[ $rc == 1 ]] && grep -qxF "$want" <<<"$out"
+	expect $? "lib/obj + a core call into mpi/: '$want'"
+fi
 
 echo "$pass passed, $fail failed"
 ((fail == 0))
