@@ -171,11 +171,24 @@ enum coop_protocol {
 
 typedef struct coop_init_params {
 	uint32_t size;		/* sizeof(coop_init_params_t) */
-	uint32_t flags;		/* must be 0 */
-	int rank;		/* this process: 0..nranks-1 */
-	int nranks;		/* processes of the job on this node, >= 1 */
+	uint32_t flags;		/* 0 or COOP_INIT_DYNAMIC */
+	int rank;		/* this process: 0..nranks-1 (dynamic: 0) */
+	int nranks;		/* processes of the job on this node, >= 1
+				 * (dynamic: 0) */
 	uint64_t job_key;	/* unique per job: names shared objects */
 } coop_init_params_t;
+
+/*
+ * coop_init_params_t.flags: a dynamic endpoint, for transports that
+ * connect lazily (UCX): the process joins the node's domain job_key as
+ * one of its endpoints; the domain gives it its rank (a free endpoint,
+ * coop_rank()) and the rank space (coop_size(): 256 by default, the
+ * driver's max_endpoints); it can message and copy with the peers it
+ * connected with coop_connect_peer(), one at a time, whenever it learns
+ * their address.  Calls naming a rank that is not connected return
+ * COOP_ERR_STATE.  Endpoints of processes that died are reused.
+ */
+#define COOP_INIT_DYNAMIC	(1u << 0)
 
 /* ------------------------------------------------------------------ */
 /* Context and endpoints                                                */
@@ -188,9 +201,13 @@ typedef struct coop_init_params {
  *   params: rank, nranks, job_key (all processes of the job pass the same
  *           key; it must not be reused by two running jobs).
  *   ctx:    out, the new context.
- * Returns COOP_SUCCESS; COOP_ERR_ARG (NULL, bad size/flags), COOP_ERR_RANK
- * (rank outside 0..nranks-1, nranks < 1 or > 65535), COOP_ERR_CONFIG (bad
- * environment value), COOP_ERR_PROVIDER, COOP_ERR_NOMEM.
+ * With COOP_INIT_DYNAMIC the context is connected to itself at once and
+ * to other endpoints by coop_connect_peer().
+ * Returns COOP_SUCCESS; COOP_ERR_ARG (NULL, bad size, unknown flags,
+ * rank or nranks not 0 with COOP_INIT_DYNAMIC), COOP_ERR_RANK (rank
+ * outside 0..nranks-1, nranks < 1 or > 65535), COOP_ERR_CONFIG (bad
+ * environment value), COOP_ERR_PROVIDER (no endpoint: e.g. the domain is
+ * full), COOP_ERR_NOMEM.
  * Thread safety: any thread; the new context is not shared yet.
  */
 COOP_API int coop_init(const coop_init_params_t *params, coop_context_t **ctx);
@@ -218,6 +235,18 @@ COOP_API int coop_address(coop_context_t *ctx, void *blob, size_t *len);
  * COOP_ERR_CONFIG (settings differ), COOP_ERR_PROVIDER (peer unreachable).
  */
 COOP_API int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride);
+
+/*
+ * coop_connect_peer - connect a dynamic context (COOP_INIT_DYNAMIC) with
+ * the endpoint whose coop_address() blob of len bytes this is; *rank is
+ * its rank in the domain.  Connecting again is a no-op (same *rank).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, blob too short or not an
+ * address of this domain's size), COOP_ERR_STATE (not a dynamic
+ * context), COOP_ERR_CONFIG (other provider or settings), and
+ * COOP_ERR_PROVIDER (the endpoint is gone or of another domain).
+ */
+COOP_API int coop_connect_peer(coop_context_t *ctx, const void *blob,
+			       size_t len, int *rank);
 
 /*
  * coop_init_from_env - coop_init + address exchange + coop_connect for

@@ -131,6 +131,34 @@ COOP_API int coop_xfer_slot_release(coop_context_t *ctx, int peer,
 COOP_API int coop_xfer_split(coop_context_t *ctx, int peer, size_t len,
 			     size_t *share);
 
+/*
+ * Control messages through the context's mailbox rings: up to
+ * COOP_MSG_MAX bytes, in order per pair of ranks, delivered to the
+ * receiver's handler during its progress (any completion call or
+ * coop_progress()) - the caller's own RTS, CTS, FIN or help requests.
+ * A message that finds the peer's ring full waits in a backlog and is
+ * sent by a later progress step (the order is kept).
+ */
+#define COOP_MSG_MAX 48
+
+/* Called once per message: src is the sender's rank; msg is valid only
+ * during the call.  It may send messages and start copy jobs. */
+typedef void (*coop_msg_cb_t)(void *arg, int src, const void *msg,
+			      size_t len);
+
+/* coop_msg_set_handler - the handler of this context's messages (NULL:
+ * none; messages are then dropped, each with a line on stderr).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (ctx NULL). */
+COOP_API int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb,
+				  void *arg);
+
+/* coop_msg_send - send len bytes to peer (this rank too).  Returns
+ * COOP_SUCCESS, COOP_ERR_ARG (NULL with len, len > COOP_MSG_MAX),
+ * COOP_ERR_RANK, COOP_ERR_STATE (not connected), COOP_ERR_PEER_DEAD,
+ * COOP_ERR_NOMEM. */
+COOP_API int coop_msg_send(coop_context_t *ctx, int peer, const void *msg,
+			   size_t len);
+
 #ifdef __cplusplus
 }
 #endif

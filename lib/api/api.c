@@ -25,7 +25,10 @@ static int check_rank(const struct coop_context *ctx, int rank, int any)
 {
 	if (rank == COOP_PROC_NULL || (any && rank == COOP_ANY_SOURCE))
 		return COOP_SUCCESS;
-	return rank >= 0 && rank < ctx->size ? COOP_SUCCESS : COOP_ERR_RANK;
+	if (rank < 0 || rank >= ctx->size)
+		return COOP_ERR_RANK;
+	/* a dynamic context's peer that is not connected (yet) */
+	return ctx->peers[rank].connected ? COOP_SUCCESS : COOP_ERR_STATE;
 }
 
 static int check_tag(int tag, int any)

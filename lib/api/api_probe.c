@@ -22,6 +22,8 @@ static int check_probe(const struct coop_context *ctx, int src, int tag,
 	if (src != COOP_ANY_SOURCE && src != COOP_PROC_NULL &&
 	    (src < 0 || src >= ctx->size))
 		return COOP_ERR_RANK;
+	if (src >= 0 && !ctx->peers[src].connected)
+		return COOP_ERR_STATE;
 	if (tag != COOP_ANY_TAG && (tag < 0 || tag > COOP_TAG_UB))
 		return COOP_ERR_TAG;
 	return comm > COOP_COMM_MAX ? COOP_ERR_COMM : COOP_SUCCESS;

@@ -28,13 +28,18 @@ struct lib_blob {
 
 static int check_params(const coop_init_params_t *p, coop_context_t **ctx)
 {
-	if (!p || !ctx || p->size != sizeof(*p) || p->flags)
+	if (!p || !ctx || p->size != sizeof(*p) ||
+	    (p->flags & ~COOP_INIT_DYNAMIC))
 		return COOP_ERR_ARG;
+	if (p->flags & COOP_INIT_DYNAMIC)	/* the domain assigns them */
+		return p->rank || p->nranks ? COOP_ERR_ARG : COOP_SUCCESS;
 	if (p->nranks < 1 || p->nranks > 65533 || p->rank < 0 ||
 	    p->rank >= p->nranks)
 		return COOP_ERR_RANK;
 	return COOP_SUCCESS;
 }
+
+static int connect_self(struct coop_context *ctx);
 
 static void ctx_free(struct coop_context *ctx)
 {
@@ -57,16 +62,22 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 	ctx->rank = params->rank;
 	ctx->size = params->nranks;
 	ctx->key = params->job_key;
-	rc = coop_core_init(ctx);
+	ctx->dynamic = !!(params->flags & COOP_INIT_DYNAMIC);
+	rc = coop_core_init(ctx, ctx->dynamic);
 	if (!rc)
 		rc = coop_proto_layer_init(ctx);
 	if (!rc)
 		rc = coop_mpi_layer_init(ctx);
+	if (!rc) {
+		ctx->cfg_hash = coop_config_hash(&ctx->cfg,
+						 ctx->prov.ops->name);
+		if (ctx->dynamic)
+			rc = connect_self(ctx);
+	}
 	if (rc) {
 		ctx_free(ctx);
 		return rc;
 	}
-	ctx->cfg_hash = coop_config_hash(&ctx->cfg, ctx->prov.ops->name);
 	if (ctx->cfg.verbose >= 2 && ctx->rank == 0)
 		coop_config_print_table(stderr, &ctx->cfg);
 	*out = ctx;
@@ -131,6 +142,41 @@ static int connect_peer(struct coop_context *ctx, int r, const char *blob)
 	return coop_core_connect_peer(ctx, r, blob + sizeof(*h), h->prov_len);
 }
 
+/* A dynamic endpoint is connected to itself from the start. */
+static int connect_self(struct coop_context *ctx)
+{
+	char blob[COOP_ADDR_MAX_LEN];
+	size_t len = sizeof(blob);
+	int rc = coop_address(ctx, blob, &len);
+
+	if (!rc)
+		rc = connect_peer(ctx, ctx->rank, blob);
+	if (!rc)
+		coop_core_connected(ctx);
+	return rc;
+}
+
+int coop_connect_peer(coop_context_t *ctx, const void *blob, size_t len,
+		      int *rank)
+{
+	const struct lib_blob *h = blob;
+	int rc;
+
+	if (!ctx || !blob || !rank || len < sizeof(*h))
+		return COOP_ERR_ARG;
+	if (!ctx->dynamic)
+		return COOP_ERR_STATE;
+	if (h->rank >= (uint32_t)ctx->size)
+		return COOP_ERR_ARG;
+	rc = check_blob(ctx, h, (int)h->rank, len);
+	if (rc)
+		return rc;
+	*rank = (int)h->rank;
+	if (ctx->peers[*rank].connected)
+		return COOP_SUCCESS;	/* a second connection: the same */
+	return connect_peer(ctx, *rank, blob);
+}
+
 static void log_settings(struct coop_context *ctx)
 {
 	const struct coop_config *c = &ctx->cfg;
@@ -152,7 +198,7 @@ int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
 
 	if (!ctx || !blobs || stride < sizeof(struct lib_blob))
 		return COOP_ERR_ARG;
-	if (ctx->connected)
+	if (ctx->connected || ctx->dynamic)
 		return COOP_ERR_STATE;
 	for (r = 0; r < ctx->size; r++) {
 		rc = check_blob(ctx, (const struct lib_blob *)(b + r * stride),
@@ -240,6 +286,8 @@ int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
 		return COOP_ERR_STATE;
 	if (rank < 0 || rank >= ctx->size)
 		return COOP_ERR_RANK;
+	if (!ctx->peers[rank].connected)
+		return COOP_ERR_STATE;
 	s = ctx->prov.ops->load_slot(&ctx->prov, rank);
 	if (!s)
 		return COOP_ERR_PROVIDER;

@@ -13,6 +13,7 @@
 #include "coopmpi_xfer.h"
 
 _Static_assert(sizeof(coop_rkey_t) == sizeof(struct coop_rkey), "rkey");
+_Static_assert(COOP_MSG_MAX == PKT_INLINE_MAX, "one packet");
 _Static_assert(COOP_ACCESS_READ == COOPMPI_REGION_READ &&
 	       COOP_ACCESS_WRITE == COOPMPI_REGION_WRITE, "access bits");
 
@@ -24,7 +25,9 @@ static int check_peer(const struct coop_context *ctx, int peer)
 		return COOP_ERR_ARG;
 	if (!ctx->connected)
 		return COOP_ERR_STATE;
-	return peer >= 0 && peer < ctx->size ? COOP_SUCCESS : COOP_ERR_RANK;
+	if (peer < 0 || peer >= ctx->size)
+		return COOP_ERR_RANK;
+	return ctx->peers[peer].connected ? COOP_SUCCESS : COOP_ERR_STATE;
 }
 
 int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
@@ -187,4 +190,41 @@ int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
 	*share = (size_t)coop_load_level_share(ls, coop_load_score(ctx,
 							ctx->rank, now), len);
 	return COOP_SUCCESS;
+}
+
+static void on_user_msg(struct coop_context *ctx, const union coop_pkt *p)
+{
+	if (!ctx->msg_cb) {
+		coop_log(ctx->rank, "message from %u dropped: no handler",
+			 p->h.src);
+		return;
+	}
+	ctx->msg_cb(ctx->msg_arg, p->h.src, p->eager.data,
+		    COOP_MIN(p->h.ilen, (size_t)PKT_INLINE_MAX));
+}
+
+int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb, void *arg)
+{
+	if (!ctx)
+		return COOP_ERR_ARG;
+	ctx->msg_cb = cb;
+	ctx->msg_arg = arg;
+	coop_am_register(ctx, PKT_USER, on_user_msg);
+	return COOP_SUCCESS;
+}
+
+int coop_msg_send(coop_context_t *ctx, int peer, const void *msg, size_t len)
+{
+	union coop_pkt pkt;
+	int rc = check_peer(ctx, peer);
+
+	if (rc)
+		return rc;
+	if ((len && !msg) || len > COOP_MSG_MAX)
+		return COOP_ERR_ARG;
+	coop_hdr_init(ctx, &pkt.h, PKT_USER, 0, 0);
+	pkt.h.ilen = (uint8_t)len;
+	if (len)
+		memcpy(pkt.eager.data, msg, len);
+	return coop_send_pkt(ctx, peer, &pkt);
 }

@@ -40,21 +40,31 @@ static int init_peers(struct coop_context *ctx)
 	return COOP_SUCCESS;
 }
 
-static int init_transport(struct coop_context *ctx)
+/* Our endpoint; a dynamic one learns its rank and the domain's size. */
+static int open_provider(struct coop_context *ctx, int dynamic)
+{
+	struct coop_config *cfg = &ctx->cfg;
+
+	ctx->prov.rank = ctx->rank;
+	ctx->prov.nranks = ctx->size;
+	ctx->prov.flags = (cfg->cma_off ? COOP_PROV_NO_COPY : 0) |
+			  (dynamic ? COOP_PROV_DYNAMIC : 0);
+	ctx->prov.ring_slots = cfg->ring_slots;
+	ctx->prov.verbose = cfg->verbose;
+	if (coop_provider_open(&ctx->prov, coop_config_provider(cfg),
+			       ctx->key))
+		return COOP_ERR_PROVIDER;
+	ctx->rank = ctx->prov.rank;
+	ctx->size = ctx->prov.nranks;
+	return COOP_SUCCESS;
+}
+
+static int init_segment(struct coop_context *ctx)
 {
 	struct coop_config *cfg = &ctx->cfg;
 	size_t bsize = COOP_MAX(cfg->eager_max, MIN_BOUNCE);
 	int rc;
 
-	ctx->prov.rank = ctx->rank;
-	ctx->prov.nranks = ctx->size;
-	ctx->prov.flags = cfg->cma_off ? COOP_PROV_NO_COPY : 0;
-	ctx->prov.ring_slots = cfg->ring_slots;
-	ctx->prov.verbose = cfg->verbose;
-	rc = coop_provider_open(&ctx->prov, coop_config_provider(cfg),
-				ctx->key);
-	if (rc)
-		return COOP_ERR_PROVIDER;
 	rc = coop_seg_create(&ctx->seg, ctx->key, ctx->rank,
 			     cfg->bounce_slots, bsize, WORK_SLOTS);
 	if (rc) {
@@ -86,7 +96,7 @@ static void on_bye(struct coop_context *ctx, const union coop_pkt *p)
 	ctx->peers[p->h.src].said_bye = 1;
 }
 
-int coop_core_init(struct coop_context *ctx)
+int coop_core_init(struct coop_context *ctx, int dynamic)
 {
 	int rc;
 
@@ -98,9 +108,11 @@ int coop_core_init(struct coop_context *ctx)
 	if (!rc)
 		rc = init_pools(ctx);
 	if (!rc)
+		rc = open_provider(ctx, dynamic);
+	if (!rc)
 		rc = init_peers(ctx);
 	if (!rc)
-		rc = init_transport(ctx);
+		rc = init_segment(ctx);
 	return rc;
 }
 
@@ -127,6 +139,11 @@ int coop_core_connect_peer(struct coop_context *ctx, int r, const void *blob,
 		}
 	}
 	pe->copy_ok = ctx->prov.ops->copy_ok(&ctx->prov, r);
+	pe->connected = 1;
+	ctx->nconnected++;
+	/* no more ranks than CPUs on the node: a waiting rank's CPU is free
+	 * to help (COOP-hybrid) */
+	ctx->undersubscribed = ctx->nconnected <= sysconf(_SC_NPROCESSORS_ONLN);
 	return COOP_SUCCESS;
 }
 
@@ -137,9 +154,6 @@ void coop_core_connected(struct coop_context *ctx)
 	if (!ctx->load)
 		coop_log(ctx->rank, "no load counters: copies are not "
 			 "accounted");
-	/* every rank of the job runs on this node: more of them than CPUs
-	 * and a waiting rank's CPU is not free (COOP-hybrid) */
-	ctx->undersubscribed = ctx->size <= sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->connected = 1;
 }
 
@@ -150,7 +164,8 @@ void coop_core_say_bye(struct coop_context *ctx)
 
 	coop_flush_backlog(ctx);
 	for (p = 0; p < ctx->size; p++) {
-		if (p == ctx->rank || ctx->peers[p].dead)
+		if (p == ctx->rank || ctx->peers[p].dead ||
+		    !ctx->peers[p].connected)
 			continue;
 		coop_hdr_init(ctx, &pkt.h, PKT_BYE, 0, 0);
 		coop_send_pkt(ctx, p, &pkt);

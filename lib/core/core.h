@@ -271,6 +271,7 @@ struct coop_peer {
 	int death_handled;
 	int said_bye;		/* finalized cleanly (PKT_BYE) */
 	int copy_ok;
+	int connected;		/* its ring and segment are mapped */
 };
 
 struct coop_context {
@@ -280,6 +281,7 @@ struct coop_context {
 	uint64_t key;
 	uint64_t cfg_hash;
 	int connected;
+	int dynamic;		/* COOP_INIT_DYNAMIC: peers connect one by one */
 	struct coop_seg seg;
 	struct coop_peer *peers;
 	uint16_t *bslot_peer;	/* bounce slot -> peer it was lent to */
@@ -295,6 +297,7 @@ struct coop_context {
 	int blocked;		/* inside a completion call's progress step:
 				 * assisting jobs may copy (job.c) */
 	int undersubscribed;	/* no more ranks than CPUs on the node */
+	int nconnected;		/* peers connected, ourselves included */
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */
 	uint64_t last_check_ns;
@@ -304,6 +307,9 @@ struct coop_context {
 	coop_peer_gone_cb peer_gone[COOP_PEER_GONE_MAX];
 	unsigned npeer_gone;
 	struct coop_upcalls up;
+	/* the application's handler of PKT_USER (coop_msg_set_handler) */
+	void (*msg_cb)(void *arg, int src, const void *msg, size_t len);
+	void *msg_arg;
 	/* their state */
 	struct coop_proto_state *proto;
 	struct coop_mpi_state *mpi;
@@ -332,9 +338,11 @@ COOP_HIDDEN void coop_flush_backlog(struct coop_context *ctx);
 
 /* ---------------- context (context.c) ---------------- */
 
-/* The core's part of coop_init: configuration, pools, peers, the
- * provider and our segment; the packets the core handles itself. */
-COOP_HIDDEN int coop_core_init(struct coop_context *ctx);
+/* The core's part of coop_init: configuration, pools, the provider, peers
+ * and our segment; the packets the core handles itself.  dynamic: the
+ * provider chooses ctx->rank and ctx->size (a free endpoint of the node
+ * domain, the domain's size), peers connect one by one. */
+COOP_HIDDEN int coop_core_init(struct coop_context *ctx, int dynamic);
 /* ... of coop_connect: connect and map rank r from its provider blob. */
 COOP_HIDDEN int coop_core_connect_peer(struct coop_context *ctx, int r,
 				       const void *blob, size_t len);

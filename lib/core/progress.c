@@ -56,8 +56,8 @@ int coop_send_pkt(struct coop_context *ctx, int peer, union coop_pkt *pkt)
 	struct coop_peer *pe = &ctx->peers[peer];
 	int rc;
 
-	if (unlikely(pe->dead))
-		return COOP_ERR_PEER_DEAD;
+	if (unlikely(pe->dead || !pe->connected))
+		return pe->dead ? COOP_ERR_PEER_DEAD : COOP_ERR_STATE;
 	if (likely(!pe->nbacklog)) {
 		rc = ctx->prov.ops->send_msg(&ctx->prov, peer, pkt);
 		if (likely(rc == 0))
@@ -242,7 +242,8 @@ void coop_check_peers(struct coop_context *ctx)
 	int p;
 
 	for (p = 0; p < ctx->size; p++)
-		if (p != ctx->rank && !ctx->peers[p].dead &&
+		if (p != ctx->rank && ctx->peers[p].connected &&
+		    !ctx->peers[p].dead &&
 		    !ctx->prov.ops->peer_alive(&ctx->prov, p))
 			coop_peer_failed(ctx, p);
 }

@@ -26,6 +26,7 @@ enum coop_pkt_type {
 	PKT_REVOKE,		/* receiver cancels an RTR */
 	PKT_REVOKE_REPLY,	/* sender's answer to REVOKE */
 	PKT_BYE,		/* the sender finalized: a clean exit */
+	PKT_USER,		/* coop_msg_send(): the application's bytes */
 	PKT_TYPE_MAX
 };
 

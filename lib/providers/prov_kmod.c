@@ -8,7 +8,8 @@
  * (the packetizer window) without a system call; only a doorbell for a
  * sleeping peer enters the kernel.  Copies are the driver's chunked COPY
  * ioctl on registered regions, which pins a bounded number of pages at a
- * time and charges the kernel_* load counters itself.
+ * time and charges the kernel_* load counters itself.  A dynamic
+ * endpoint's rank is its endpoint id in the domain.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -110,15 +111,21 @@ static int kmod_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 		return -ENOMEM;
 	p->priv = k;
 	k->key = job_key;
-	k->peers = calloc((size_t)nranks, sizeof(*k->peers));
 	k->fd = open(KMOD_DEVICE, O_RDWR | O_CLOEXEC);
 	if (k->fd < 0)
 		return -errno;
+	rc = kmod_query_and_join(k);
+	if (rc)
+		return rc;
+	if (p->flags & COOP_PROV_DYNAMIC) {	/* the driver's endpoint id */
+		p->rank = (int)k->join.ep_id;
+		p->nranks = (int)k->info.max_endpoints;
+		nranks = p->nranks;
+	}
+	k->peers = calloc((size_t)nranks, sizeof(*k->peers));
 	if (!k->peers)
 		return -ENOMEM;
-	rc = kmod_query_and_join(k);
-	if (!rc)
-		rc = kmod_map_own(k);
+	rc = kmod_map_own(k);
 	/* the COPY ioctl adds total_ops/total_bytes to our slot */
 	p->caps |= COOP_PROV_CAP_KERNEL_TOTALS;
 	return rc;

@@ -10,6 +10,12 @@
  * capabilities, seccomp, credentials) is tested for real at connect by
  * reading a known word of the peer.  The doorbell is a futex on the
  * ring's wake_requested word.
+ *
+ * Dynamic endpoints (COOP_PROV_DYNAMIC, for transports that connect
+ * lazily): an endpoint claims a free slot of the counters file - one
+ * whose pid is 0 or dead - and that slot is its rank; the file is locked
+ * (flock) while slots are claimed and given back, and the last endpoint
+ * to leave removes it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,6 +40,8 @@
 #include "util.h"
 
 #define SHM_BLOB_MAGIC 0x53484d31U	/* "SHM1" */
+#define SHM_DYNAMIC_MAX 256	/* endpoints of a dynamic domain, as the
+				 * driver's default max_endpoints */
 
 struct shm_blob {
 	uint32_t magic;
@@ -67,6 +76,7 @@ struct shm_priv {
 	struct coopmpi_offload_counters *offload;
 	volatile uint64_t probe_word;
 	int warned;
+	int claimed;		/* dynamic: our slot of the counters file */
 };
 
 static int yama_scope(void)
@@ -110,7 +120,8 @@ static void *map_shm(const char *name, size_t bytes, int create)
 	return m == MAP_FAILED ? NULL : m;
 }
 
-static int open_counters(struct shm_priv *s, int nranks, int rank)
+/* Map the counters file (created if needed); slot rank is not touched. */
+static int map_counters(struct shm_priv *s, int nranks)
 {
 	char name[80];
 	struct coopmpi_counters_hdr *h;
@@ -127,9 +138,77 @@ static int open_counters(struct shm_priv *s, int nranks, int rank)
 	__atomic_store_n(&h->magic, COOPMPI_COUNTERS_MAGIC, __ATOMIC_RELEASE);
 	s->offload = (struct coopmpi_offload_counters *)(h + 1);
 	s->slots = (struct coopmpi_load_slot *)(s->offload + 1);
+	return 0;
+}
+
+static void slot_take(struct shm_priv *s, int rank)
+{
 	memset(&s->slots[rank], 0, sizeof(s->slots[rank]));
 	s->slots[rank].pid = (uint32_t)getpid();
-	return 0;
+}
+
+/* The counters file's lock (flock): an fd to close, or -errno. */
+static int lock_counters(uint64_t key)
+{
+	char name[80];
+	int fd;
+
+	cnt_name(name, sizeof(name), key);
+	fd = shm_open(name, O_RDWR | O_CREAT, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+static int slot_free(const struct coopmpi_load_slot *slot)
+{
+	pid_t pid = (pid_t)__atomic_load_n(&slot->pid, __ATOMIC_RELAXED);
+
+	return !pid || (kill(pid, 0) && errno == ESRCH);
+}
+
+/* Dynamic: the first free slot is our rank. */
+static int claim_slot(struct shm_priv *s, struct coop_provider *p)
+{
+	int fd = lock_counters(s->key), rc, i;
+
+	if (fd < 0)
+		return fd;
+	rc = map_counters(s, SHM_DYNAMIC_MAX);
+	for (i = 0; !rc && i < SHM_DYNAMIC_MAX && !slot_free(&s->slots[i]);
+	     i++)
+		;
+	if (!rc && i == SHM_DYNAMIC_MAX)
+		rc = -ENOSPC;
+	if (!rc) {
+		slot_take(s, i);
+		s->claimed = 1;
+		p->rank = i;
+		p->nranks = SHM_DYNAMIC_MAX;
+	}
+	close(fd);
+	return rc;
+}
+
+/* Dynamic: give our slot back; the last one out removes the file. */
+static void release_slot(struct shm_priv *s, struct coop_provider *p)
+{
+	int fd = lock_counters(s->key), i;
+	char name[80];
+
+	memset(&s->slots[p->rank], 0, sizeof(s->slots[p->rank]));
+	for (i = 0; i < p->nranks && slot_free(&s->slots[i]); i++)
+		;
+	if (i == p->nranks) {
+		cnt_name(name, sizeof(name), s->key);
+		shm_unlink(name);
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 static int create_ring(struct shm_priv *s, int rank, unsigned slots)
@@ -178,13 +257,22 @@ static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 	 * Allow them (as MPI libraries do) - same-uid processes only. */
 	if (yama_scope() == 1 && !(p->flags & COOP_PROV_NO_COPY))
 		prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	if (p->flags & COOP_PROV_DYNAMIC) {
+		rc = claim_slot(s, p);
+		if (rc)
+			return rc;
+		rank = p->rank;
+		nranks = p->nranks;
+	} else {
+		rc = map_counters(s, nranks);
+		if (rc)
+			return rc;
+		slot_take(s, rank);
+	}
 	s->peers = calloc((size_t)nranks, sizeof(*s->peers));
 	if (!s->peers)
 		return -ENOMEM;
-	rc = create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
-	if (!rc)
-		rc = open_counters(s, nranks, rank);
-	return rc;
+	return create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
 }
 
 static int shm_address(struct coop_provider *p, void *blob, size_t *len)
@@ -324,7 +412,11 @@ static void shm_close(struct coop_provider *p)
 		munmap(s->own_map, s->ring_bytes);
 		shm_unlink(s->own_name);
 	}
-	if (s->cnt_map) {
+	if (s->cnt_map && (p->flags & COOP_PROV_DYNAMIC)) {
+		if (s->claimed)
+			release_slot(s, p);
+		munmap(s->cnt_map, s->cnt_bytes);
+	} else if (s->cnt_map) {
 		memset(&s->slots[p->rank], 0, sizeof(s->slots[p->rank]));
 		munmap(s->cnt_map, s->cnt_bytes);
 		if (p->rank == 0) {

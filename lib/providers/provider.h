@@ -142,6 +142,10 @@ struct coop_provider_ops {
 
 /* Requests from the library, set before open(). */
 #define COOP_PROV_NO_COPY	(1u << 0)	/* never offer single copies */
+/* Dynamic endpoint: open() chooses rank and nranks (a free endpoint of
+ * the node domain job_key, and the domain's size) and stores them in
+ * p->rank and p->nranks; peers connect one by one. */
+#define COOP_PROV_DYNAMIC	(1u << 1)
 
 /* What the provider does itself, set by open(). */
 #define COOP_PROV_CAP_KERNEL_TOTALS (1u << 0)	/* copy() charges total_* */

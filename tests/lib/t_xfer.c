@@ -9,6 +9,7 @@
  * MPI implementation's would go through its own packets.
  */
 #include <string.h>
+#include <sys/wait.h>
 
 #include "coopmpi_xfer.h"
 #include "harness.h"
@@ -223,6 +224,191 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	return 0;
 }
 
+/* ---------------- dynamic endpoints and messages ---------------- */
+
+/* The dynamic domain of this run: a key of its own beside the job's. */
+static uint64_t dyn_key(void)
+{
+	return t_job ^ 0xd1a0000000000000ULL;
+}
+
+static coop_context_t *dyn_init(void)
+{
+	coop_init_params_t p = { .size = sizeof(p),
+				 .flags = COOP_INIT_DYNAMIC,
+				 .job_key = dyn_key() };
+	coop_context_t *d;
+
+	T_OK(coop_init(&p, &d));
+	return d;
+}
+
+/* Every rank's dynamic address, through the static context: all[i] is
+ * rank i's blob. */
+struct dyn_addr {
+	int rank;		/* its dynamic rank, for the tests' checks */
+	size_t len;
+	char blob[COOP_ADDR_MAX_LEN];
+};
+
+static void dyn_allgather(coop_context_t *ctx, coop_context_t *d, int rank,
+			  int size, struct dyn_addr *all)
+{
+	int i;
+
+	all[rank].len = sizeof(all[rank].blob);
+	T_OK(coop_address(d, all[rank].blob, &all[rank].len));
+	T_OK(coop_rank(d, &all[rank].rank));
+	for (i = 0; i < size; i++)
+		if (i != rank)
+			T_OK(coop_send(ctx, &all[rank], sizeof(all[rank]), i,
+				       2, COMM, 0));
+	for (i = 0; i < size; i++)
+		if (i != rank)
+			T_OK(coop_recv(ctx, &all[i], sizeof(all[i]), i, 2,
+				       COMM, 0, NULL));
+}
+
+struct got_msg {
+	int n, src;
+	size_t len;
+	char data[COOP_MSG_MAX];
+};
+
+static void on_msg(void *arg, int src, const void *msg, size_t len)
+{
+	struct got_msg *g = arg;
+
+	g->n++;
+	g->src = src;
+	g->len = len;
+	memcpy(g->data, msg, len);
+}
+
+/* Rank 0 connects with ranks 1 and 2, which do not connect with each
+ * other: messages, MPI sends and copy jobs between connected endpoints,
+ * COOP_ERR_STATE between the others. */
+static void dyn_exchange(coop_context_t *d, int rank, const int *dr)
+{
+	char big[COOP_MSG_MAX + 1] = "dynamic", out[64];
+	struct got_msg g = { 0 };
+
+	T_OK(coop_msg_set_handler(d, on_msg, &g));
+	if (rank == 0) {
+		T_OK(coop_msg_send(d, dr[1], big, COOP_MSG_MAX));
+		T_ASSERT(coop_msg_send(d, dr[1], big, COOP_MSG_MAX + 1) ==
+			 COOP_ERR_ARG, "too long");
+		T_ASSERT(coop_msg_send(d, dr[1], NULL, 4) == COOP_ERR_ARG,
+			 "NULL");
+		T_OK(coop_recv(d, out, sizeof(out), dr[2], 5, COMM, 0, NULL));
+		T_ASSERT(!strcmp(out, "from 2"), "MPI receive: %s", out);
+	} else if (rank == 1) {
+		while (!g.n)
+			T_OK(coop_progress(d));
+		T_ASSERT(g.src == dr[0] && g.len == COOP_MSG_MAX &&
+			 !memcmp(g.data, big, COOP_MSG_MAX), "message");
+		T_ASSERT(coop_msg_send(d, dr[2], "x", 1) == COOP_ERR_STATE,
+			 "not connected");
+		T_ASSERT(coop_send(d, "x", 1, dr[2], 0, COMM, 0) ==
+			 COOP_ERR_STATE, "send to a stranger");
+	} else {
+		T_OK(coop_send(d, "from 2", 7, dr[0], 5, COMM, 0));
+	}
+}
+
+static int dynamic_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct dyn_addr all[3];
+	coop_context_t *d = dyn_init();
+	int dr[3], i, r, dsize;
+
+	(void)arg;
+	T_OK(coop_size(d, &dsize));
+	dyn_allgather(ctx, d, rank, size, all);
+	T_ASSERT(dsize == 256 && all[rank].rank >= 0 && all[rank].rank < dsize,
+		 "dynamic rank %d of %d", all[rank].rank, dsize);
+	for (i = 0; i < size; i++)
+		dr[i] = all[i].rank;
+	for (i = 0; i < size; i++) {
+		T_ASSERT(i == rank || dr[i] != dr[rank], "ranks differ");
+		if (i == rank || (rank && i))	/* 1 and 2: only 0 */
+			continue;
+		T_OK(coop_connect_peer(d, all[i].blob, all[i].len, &r));
+		T_ASSERT(r == dr[i], "the blob's rank: %d, not %d", r, dr[i]);
+		T_OK(coop_connect_peer(d, all[i].blob, all[i].len, &r));
+		T_ASSERT(r == dr[i], "connecting again: the same rank");
+	}
+	t_barrier(ctx, rank, size);
+	dyn_exchange(d, rank, dr);
+	t_barrier(ctx, rank, size);
+	T_OK(coop_finalize(d));
+	return 0;
+}
+
+/* The dynamic contexts' files are gone once all of them finalized. */
+static int dyn_files_left(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "ls /dev/shm | grep -q %016llx",
+		 (unsigned long long)dyn_key());
+	return system(cmd) == 0;
+}
+
+static int dynamic_files_rank(coop_context_t *ctx, int rank, int size,
+			      void *arg)
+{
+	int rc = dynamic_rank(ctx, rank, size, arg);
+
+	t_barrier(ctx, rank, size);
+	T_ASSERT(!dyn_files_left(), "/dev/shm files of the dynamic domain");
+	return rc;
+}
+
+/* A dynamic endpoint's process died without finalize: its endpoint is
+ * given to the next one; and the argument checks of the dynamic calls. */
+static int dynamic_reuse_rank(coop_context_t *ctx, int rank, int size,
+			      void *arg)
+{
+	coop_init_params_t p = { .size = sizeof(p),
+				 .flags = COOP_INIT_DYNAMIC, .rank = 1,
+				 .job_key = dyn_key() };
+	char blob[COOP_ADDR_MAX_LEN];
+	size_t len = sizeof(blob);
+	coop_context_t *d;
+	int mine, theirs, st;
+	pid_t pid;
+
+	(void)ctx, (void)rank, (void)size, (void)arg;
+	T_ASSERT(coop_init(&p, &d) == COOP_ERR_ARG, "rank with DYNAMIC");
+	p.rank = 0, p.nranks = 2;
+	T_ASSERT(coop_init(&p, &d) == COOP_ERR_ARG, "nranks with DYNAMIC");
+	p.nranks = 0, p.flags = 2;
+	T_ASSERT(coop_init(&p, &d) == COOP_ERR_ARG, "unknown flag");
+	T_ASSERT(coop_connect_peer(ctx, blob, len, &mine) == COOP_ERR_STATE,
+		 "static context");
+	pid = fork();
+	if (!pid) {		/* takes an endpoint and dies with it */
+		d = dyn_init();
+		T_OK(coop_rank(d, &theirs));
+		_exit(theirs);
+	}
+	T_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "child");
+	d = dyn_init();
+	T_OK(coop_rank(d, &mine));
+	T_ASSERT(mine == WEXITSTATUS(st), "endpoint %d reused (dead: %d)",
+		 mine, WEXITSTATUS(st));
+	T_ASSERT(coop_connect(d, blob, len) == COOP_ERR_STATE,
+		 "coop_connect of a dynamic context");
+	T_OK(coop_address(d, blob, &len));
+	T_ASSERT(coop_connect_peer(d, blob, 8, &theirs) == COOP_ERR_ARG,
+		 "short blob");
+	T_OK(coop_connect_peer(d, blob, len, &theirs));
+	T_ASSERT(theirs == mine, "ourselves");
+	T_OK(coop_finalize(d));
+	return 0;
+}
+
 static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
 static const int writer_present = 0, writer_absent = 1;
 
@@ -238,10 +424,23 @@ static const struct {
 	{ args_rank, NULL },
 };
 
+/* Each case: three ranks running fn, the dynamic domain their own. */
+static const rank_fn dynamic_cases[] = {
+	dynamic_files_rank,
+	dynamic_reuse_rank,
+};
+
 START_TEST(test_xfer)
 {
 	ck_assert_int_eq(run_ranks(2, NULL, cases[_i].fn,
 				   (void *)cases[_i].arg, 60, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_dynamic)
+{
+	ck_assert_int_eq(run_ranks(_i ? 1 : 3, NULL, dynamic_cases[_i], NULL,
+				   60, NULL), 0);
 }
 END_TEST
 
@@ -252,5 +451,8 @@ TCase *tc_xfer(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_xfer, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_loop_test(tc, test_dynamic, 0,
+			    (int)(sizeof(dynamic_cases) /
+				  sizeof(dynamic_cases[0])));
 	return tc;
 }
