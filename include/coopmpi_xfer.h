@@ -79,9 +79,10 @@ typedef struct coop_xfer_params {
 				 * from coop_xfer_slot_alloc; PUT: the
 				 * peer's), else COOP_XFER_NO_SLOT */
 	void *local;		/* local buffer */
-	size_t len;		/* bytes; the region's offsets 0..len */
+	size_t len;		/* bytes */
 	coop_rkey_t key;	/* the peer's region */
-	uint64_t reserved[4];	/* must be zero */
+	uint64_t offset;	/* where the bytes are in it */
+	uint64_t reserved[3];	/* must be zero */
 } coop_xfer_params_t;
 
 /*
@@ -94,8 +95,8 @@ typedef struct coop_xfer_params {
  * status.count = bytes this side copied, status.error = COOP_SUCCESS,
  * COOP_ERR_COPY (bad address or key), COOP_ERR_PEER_DEAD.
  * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, bad size, flags, reserved
- * not zero, len beyond the key, a slot that is not one of the peer's or
- * ours shared with it, or of another length), COOP_ERR_RANK,
+ * not zero, offset + len beyond the key, a slot that is not one of the
+ * peer's or ours shared with it, or of another length), COOP_ERR_RANK,
  * COOP_ERR_STATE (not connected), COOP_ERR_PEER_DEAD, COOP_ERR_NOMEM.
  */
 COOP_API int coop_xfer_start(coop_context_t *ctx,

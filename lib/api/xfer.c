@@ -95,7 +95,8 @@ static int check_params(struct coop_context *ctx, const coop_xfer_params_t *p)
 		if (p->reserved[i])
 			return COOP_ERR_ARG;
 	if ((p->flags != COOP_XFER_GET && p->flags != COOP_XFER_PUT) ||
-	    (p->len && !p->local) || p->len > p->key.length)
+	    (p->len && !p->local) || p->offset > p->key.length ||
+	    p->len > p->key.length - p->offset)
 		return COOP_ERR_ARG;
 	if (p->slot != COOP_XFER_NO_SLOT && !slot_of(ctx, p))
 		return COOP_ERR_ARG;
@@ -135,6 +136,7 @@ int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
 	a.local = p->local;
 	memcpy(&key, &p->key, sizeof(key));
 	a.key = &key;
+	a.roff = p->offset;
 	a.len = p->len;
 	if (p->slot != COOP_XFER_NO_SLOT) {
 		a.shared = slot_of(ctx, p);

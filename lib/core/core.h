@@ -77,6 +77,7 @@ struct coop_job {
 	int peer;
 	char *local;		/* local buffer base */
 	struct coop_rkey key;	/* peer's region (READ/WRITE) */
+	uint64_t roff;		/* where byte 0 is in that region */
 	uint64_t len;		/* bytes to move in total */
 	uint64_t chunk;
 	uint64_t cursor;	/* private claim cursor */
@@ -98,6 +99,7 @@ struct coop_job_args {
 	int peer;
 	char *local;
 	const struct coop_rkey *key;	/* NULL for JOB_PUSH */
+	uint64_t roff;		/* where byte 0 is in that region */
 	uint64_t len;
 	struct coop_work_slot *shared;	/* COOP's work slot, or NULL */
 	uint64_t chunk;		/* 0: COOP_CHUNK */

@@ -75,6 +75,7 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	j->local = a->local;
 	if (a->key)
 		j->key = *a->key;
+	j->roff = a->roff;
 	j->len = a->len;
 	j->shared = a->shared;
 	j->side = a->kind == JOB_WRITE;
@@ -197,8 +198,8 @@ static int job_copy(struct coop_context *ctx, struct coop_job *j,
 	uint64_t t0 = coop_now_ns(), t1;
 	ssize_t rc;
 
-	rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key, off, &iov, 1,
-				 n, dir);
+	rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key, j->roff + off,
+				 &iov, 1, n, dir);
 	t1 = coop_now_ns();
 	ctx->stats.copy_ns += t1 - t0;
 	coop_load_history_add(ctx, rc < 0 ? 0 : n, t1);

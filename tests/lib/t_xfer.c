@@ -36,13 +36,14 @@ static void ctl_recv(coop_context_t *ctx, int peer, struct ctl *c)
 	T_OK(coop_recv(ctx, c, sizeof(*c), peer, 1, COMM, 0, NULL));
 }
 
-/* Start a job of dir with peer and wait for it: the bytes we copied. */
+/* Start a job of dir with peer on its region's bytes from offset, wait
+ * for it: the bytes we copied. */
 static size_t run_job(coop_context_t *ctx, unsigned dir, int peer, void *buf,
-		      const coop_rkey_t *key, uint32_t slot)
+		      const coop_rkey_t *key, uint64_t offset, uint32_t slot)
 {
 	coop_xfer_params_t p = {
 		.size = sizeof(p), .flags = dir, .peer = peer, .slot = slot,
-		.local = buf, .len = LEN, .key = *key,
+		.local = buf, .len = LEN, .key = *key, .offset = offset,
 	};
 	coop_request_t *r;
 	coop_status_t st;
@@ -53,7 +54,7 @@ static size_t run_job(coop_context_t *ctx, unsigned dir, int peer, void *buf,
 }
 
 /* arg: COOP_XFER_GET or COOP_XFER_PUT; rank 0 runs the job against the
- * region of rank 1. */
+ * region of rank 1, whose data start at offset 1 of it. */
 static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	unsigned dir = *(const unsigned *)arg;
@@ -63,7 +64,7 @@ static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	(void)size;
 	if (rank == 1) {
 		t_fill(data, LEN, 7);
-		T_OK(coop_mem_reg(ctx, data, LEN, dir == COOP_XFER_GET ?
+		T_OK(coop_mem_reg(ctx, buf, LEN + 1, dir == COOP_XFER_GET ?
 				  COOP_ACCESS_READ : COOP_ACCESS_WRITE,
 				  &c.key));
 		ctl_send(ctx, 0, &c);
@@ -74,7 +75,7 @@ static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	} else {
 		t_fill(data, LEN, 9);
 		ctl_recv(ctx, 1, &c);
-		T_ASSERT(run_job(ctx, dir, 1, data, &c.key, c.slot) == LEN,
+		T_ASSERT(run_job(ctx, dir, 1, data, &c.key, 1, c.slot) == LEN,
 			 "this side copied everything");
 		if (dir == COOP_XFER_GET)
 			T_ASSERT(t_check(data, LEN, 7) < 0, "GET data");
@@ -105,7 +106,7 @@ static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		ctl_recv(ctx, 0, &cts);
 		if (!absent)
 			fin.count = run_job(ctx, COOP_XFER_PUT, 0, buf,
-					    &cts.key, cts.slot);
+					    &cts.key, 0, cts.slot);
 		ctl_send(ctx, 0, &fin);	/* done with the slot */
 		ctl_recv(ctx, 0, &fin);	/* the reader is done too */
 		T_OK(coop_mem_dereg(ctx, &rts.key));
@@ -118,7 +119,7 @@ static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
 			 split);
 		T_OK(coop_xfer_slot_alloc(ctx, 1, LEN, split, &cts.slot));
 		ctl_send(ctx, 1, &cts);
-		fin.count = run_job(ctx, COOP_XFER_GET, 1, buf, &rts.key,
+		fin.count = run_job(ctx, COOP_XFER_GET, 1, buf, &rts.key, 0,
 				    cts.slot);
 		T_ASSERT(t_check(buf, LEN, 3) < 0, "cooperative data");
 		if (absent)	/* completes without the writer */
@@ -154,10 +155,14 @@ static void bad_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "no dir");
 	p = ok, p.flags = COOP_XFER_GET | COOP_XFER_PUT;
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "two dirs");
-	p = ok, p.reserved[3] = 1;
+	p = ok, p.reserved[2] = 1;
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "reserved");
 	p = ok, p.len = key.length + 1;
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "beyond key");
+	p = ok, p.offset = key.length - p.len + 1;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "offset");
+	p = ok, p.offset = UINT64_MAX;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "offset wraps");
 	p = ok, p.slot = 0;	/* not allocated */
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "free slot");
 	p = ok, p.flags = COOP_XFER_PUT, p.slot = 1u << 30;
