@@ -248,6 +248,20 @@ COOP_API int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
 COOP_API int coop_connect_peer(coop_context_t *ctx, const void *blob,
 			       size_t len, int *rank);
 
+#define COOP_ADDR_SHORT_LEN 8
+
+/*
+ * coop_address_short - a dynamic context's address in COOP_ADDR_SHORT_LEN
+ * bytes (its rank and an instance number), for transports whose address
+ * must be small (UCX allows 63 bytes); coop_connect_peer() takes it as it
+ * takes a full blob, reading the rest from the endpoint's shared segment
+ * (COOP_ERR_PEER_DEAD when that endpoint is gone or was taken over).
+ *   len: in: size of addr; out: bytes written.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, *len too small),
+ * COOP_ERR_STATE (not a dynamic context).
+ */
+COOP_API int coop_address_short(coop_context_t *ctx, void *addr, size_t *len);
+
 /*
  * coop_init_from_env - coop_init + address exchange + coop_connect for
  * processes started by scripts/cooprun: reads COOP_RANK, COOP_SIZE and

@@ -52,6 +52,7 @@ rm -rf "$out" "$cache/.$name".*
 work=$(mktemp -d "$cache/.$name.XXXXXX")
 trap 'rm -rf "$work" "$work.link"' EXIT
 
+gtest_cxxflags="-g -O3 -Wno-error"
 build() {
 	cp -a "$src/." "$work/"
 	cd "$work"
@@ -62,9 +63,10 @@ build() {
 	../configure --enable-mt --disable-backtrace-detail --disable-logging \
 		--enable-devel-headers --enable-cma --enable-gtest \
 		--without-verbs --without-rdmacm --without-java --without-go
-	nice -n 19 make -j2
-	# gcc 12 fails ucm/malloc_hook.cc with -Werror=use-after-free
-	nice -n 19 make -j2 -C test/gtest CXXFLAGS="-g -O3 -Wno-error"
+	# gcc 12 fails test/gtest/ucm/malloc_hook.cc with -Werror=use-after-free,
+	# and the top-level make builds test/gtest too (all-local: gtest)
+	nice -n 19 make -j2 CXXFLAGS="$gtest_cxxflags"
+	nice -n 19 make -j2 -C test/gtest CXXFLAGS="$gtest_cxxflags"
 }
 
 echo "ucx-gtest: building $out (~8 min; log: $log)" >&2

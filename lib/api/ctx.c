@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi.h"
 
@@ -142,7 +143,16 @@ static int connect_peer(struct coop_context *ctx, int r, const char *blob)
 	return coop_core_connect_peer(ctx, r, blob + sizeof(*h), h->prov_len);
 }
 
-/* A dynamic endpoint is connected to itself from the start. */
+/* The short address: a dynamic endpoint's rank and instance. */
+struct short_addr {
+	uint32_t rank;
+	uint32_t instance;	/* never 0 */
+};
+
+_Static_assert(sizeof(struct short_addr) == COOP_ADDR_SHORT_LEN, "short");
+
+/* A dynamic endpoint is connected to itself from the start, and its
+ * address published in its segment for peers that have the short one. */
 static int connect_self(struct coop_context *ctx)
 {
 	char blob[COOP_ADDR_MAX_LEN];
@@ -151,21 +161,66 @@ static int connect_self(struct coop_context *ctx)
 
 	if (!rc)
 		rc = connect_peer(ctx, ctx->rank, blob);
-	if (!rc)
-		coop_core_connected(ctx);
-	return rc;
+	if (rc)
+		return rc;
+	coop_core_connected(ctx);
+	ctx->instance = (uint32_t)(coop_now_ns() ^ (uint64_t)getpid() << 16) |
+			1;
+	coop_seg_publish(&ctx->seg, blob, len, ctx->instance);
+	return COOP_SUCCESS;
+}
+
+int coop_address_short(coop_context_t *ctx, void *addr, size_t *len)
+{
+	struct short_addr a;
+
+	if (!ctx || !addr || !len || *len < sizeof(a))
+		return COOP_ERR_ARG;
+	if (!ctx->dynamic)
+		return COOP_ERR_STATE;
+	a.rank = (uint32_t)ctx->rank;
+	a.instance = ctx->instance;
+	memcpy(addr, &a, sizeof(a));
+	*len = sizeof(a);
+	return COOP_SUCCESS;
+}
+
+/* The full blob of the endpoint a short address names (ESRCH: gone). */
+static int resolve_short(struct coop_context *ctx, const void *addr,
+			 char *blob, size_t *len)
+{
+	struct short_addr a;
+	int rc;
+
+	memcpy(&a, addr, sizeof(a));
+	if (a.rank >= (uint32_t)ctx->size || !a.instance)
+		return COOP_ERR_ARG;
+	rc = coop_seg_peer_addr(ctx->key, (int)a.rank, a.instance, blob, len);
+	if (rc == -ESRCH)
+		return COOP_ERR_PEER_DEAD;
+	return rc ? COOP_ERR_PROVIDER : COOP_SUCCESS;
 }
 
 int coop_connect_peer(coop_context_t *ctx, const void *blob, size_t len,
 		      int *rank)
 {
 	const struct lib_blob *h = blob;
+	char full[COOP_ADDR_MAX_LEN];
 	int rc;
 
-	if (!ctx || !blob || !rank || len < sizeof(*h))
+	if (!ctx || !blob || !rank)
 		return COOP_ERR_ARG;
 	if (!ctx->dynamic)
 		return COOP_ERR_STATE;
+	if (len == COOP_ADDR_SHORT_LEN) {
+		len = sizeof(full);
+		rc = resolve_short(ctx, blob, full, &len);
+		if (rc)
+			return rc;
+		h = blob = full;
+	}
+	if (len < sizeof(*h))
+		return COOP_ERR_ARG;
 	if (h->rank >= (uint32_t)ctx->size)
 		return COOP_ERR_ARG;
 	rc = check_blob(ctx, h, (int)h->rank, len);

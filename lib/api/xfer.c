@@ -19,12 +19,19 @@ _Static_assert(COOP_ACCESS_READ == COOPMPI_REGION_READ &&
 
 #define ACCESS_BITS (COOP_ACCESS_READ | COOP_ACCESS_WRITE)
 
-static int check_peer(const struct coop_context *ctx, int peer)
+static int check_ctx(const struct coop_context *ctx)
 {
 	if (!ctx)
 		return COOP_ERR_ARG;
-	if (!ctx->connected)
-		return COOP_ERR_STATE;
+	return ctx->connected ? COOP_SUCCESS : COOP_ERR_STATE;
+}
+
+static int check_peer(const struct coop_context *ctx, int peer)
+{
+	int rc = check_ctx(ctx);
+
+	if (rc)
+		return rc;
 	if (peer < 0 || peer >= ctx->size)
 		return COOP_ERR_RANK;
 	return ctx->peers[peer].connected ? COOP_SUCCESS : COOP_ERR_STATE;
@@ -34,7 +41,7 @@ int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
 		 unsigned access, coop_rkey_t *key)
 {
 	struct coop_rkey k;
-	int rc = check_peer(ctx, 0);
+	int rc = check_ctx(ctx);
 
 	if (rc)
 		return rc;

@@ -284,6 +284,7 @@ struct coop_context {
 	uint64_t cfg_hash;
 	int connected;
 	int dynamic;		/* COOP_INIT_DYNAMIC: peers connect one by one */
+	uint32_t instance;	/* dynamic: of our short address */
 	struct coop_seg seg;
 	struct coop_peer *peers;
 	uint16_t *bslot_peer;	/* bounce slot -> peer it was lent to */

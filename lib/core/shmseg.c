@@ -12,8 +12,10 @@
 #include "shmseg.h"
 
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
-#define SEG_VERSION 2
+#define SEG_VERSION 3
 #define PAGE 4096ULL
+
+_Static_assert(sizeof(struct coop_seg_hdr) <= PAGE, "header page");
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
 
 static void seg_name(char *buf, size_t n, uint64_t key, int rank)
@@ -131,6 +133,32 @@ int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
 	s->bytes = h.bytes;
 	seg_bind(s, m);
 	return 0;
+}
+
+void coop_seg_publish(struct coop_seg *s, const void *addr, size_t len,
+		      uint32_t instance)
+{
+	memcpy(s->hdr->addr, addr, len);
+	s->hdr->addr_len = (uint32_t)len;
+	__atomic_store_n(&s->hdr->instance, instance, __ATOMIC_RELEASE);
+}
+
+int coop_seg_peer_addr(uint64_t key, int rank, uint32_t instance,
+		       void *addr, size_t *len)
+{
+	struct coop_seg s;
+	int rc = coop_seg_map(&s, key, rank);
+
+	if (rc)
+		return rc == -ENOENT ? -ESRCH : rc;
+	if (__atomic_load_n(&s.hdr->instance, __ATOMIC_ACQUIRE) != instance)
+		rc = -ESRCH;
+	else if (s.hdr->addr_len > *len || s.hdr->addr_len > COOP_SEG_ADDR_MAX)
+		rc = -ENOSPC;
+	else
+		memcpy(addr, s.hdr->addr, (*len = s.hdr->addr_len));
+	coop_seg_unmap(&s);
+	return rc;
 }
 
 void coop_seg_unmap(struct coop_seg *s)

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define COOP_SEG_ADDR_MAX 256
+
 struct coop_work_slot {
 	uint64_t next;		/* atomic: receiver's range cursor */
 	uint64_t done;		/* atomic: bytes copied, both sides */
@@ -49,6 +51,11 @@ struct coop_seg_hdr {
 	/* owner writes, peers read (relaxed: a heuristic input) */
 	uint64_t hist_bytes;	/* decayed bytes copied, as of hist_ns */
 	uint64_t hist_ns;	/* CLOCK_MONOTONIC of the last update */
+	/* a dynamic endpoint's address, for peers that know only its rank
+	 * and instance (written before instance, with release) */
+	uint32_t instance;	/* 0 until published */
+	uint32_t addr_len;
+	uint8_t addr[COOP_SEG_ADDR_MAX];
 };
 
 /* A mapped segment: our own or a peer's. */
@@ -72,6 +79,13 @@ struct coop_seg {
 int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 		    uint32_t nbounce, size_t bounce_size, uint32_t nwork);
 int coop_seg_map(struct coop_seg *s, uint64_t key, int rank);
+/* Owner: publish our address blob under instance (not 0). */
+void coop_seg_publish(struct coop_seg *s, const void *addr, size_t len,
+		      uint32_t instance);
+/* The address rank published under instance: 0 and *len set, -ESRCH
+ * (no such endpoint, or another instance now), -ENOSPC (*len short). */
+int coop_seg_peer_addr(uint64_t key, int rank, uint32_t instance,
+		       void *addr, size_t *len);
 void coop_seg_unmap(struct coop_seg *s);
 void coop_seg_destroy(struct coop_seg *s);
 

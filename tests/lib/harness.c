@@ -75,19 +75,31 @@ static void rank_main(int rank, int n, const char *const *env, rank_fn fn,
 	_exit(0);
 }
 
-static void cleanup_shm(uint64_t job)
+uint64_t t_extra_key(void)
+{
+	return t_job ^ 0xd1a0000000000000ULL;
+}
+
+static void cleanup_key(uint64_t key)
 {
 	char pat[96];
 	glob_t g;
 	size_t i;
 
 	snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-%016llx-*",
-		 (unsigned long long)job);
+		 (unsigned long long)key);
 	if (glob(pat, 0, NULL, &g))
 		return;
 	for (i = 0; i < g.gl_pathc; i++)
 		unlink(g.gl_pathv[i]);
 	globfree(&g);
+}
+
+/* The run's files, also those a rank that failed could not remove. */
+static void cleanup_shm(void)
+{
+	cleanup_key(t_job);
+	cleanup_key(t_extra_key());
 }
 
 int t_time_scale(void)
@@ -169,7 +181,7 @@ int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
 		}
 	}
 	bad = collect(n, pids, timeout_s * t_time_scale(), res);
-	cleanup_shm(t_job);
+	cleanup_shm();
 	return bad;
 }
 

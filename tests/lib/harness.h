@@ -58,6 +58,9 @@ void shared_free(void *p, size_t bytes);
 
 extern int t_rank;		/* rank of this process (-1 in the parent) */
 extern uint64_t t_job;		/* job key of the current run */
+/* A second key of the current run, for contexts of the ranks' own (a
+ * dynamic domain): its /dev/shm files are removed with the run's. */
+uint64_t t_extra_key(void);
 
 /*
  * Make the n system calls nr[] fail with errno err in this process and

@@ -234,7 +234,7 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 /* The dynamic domain of this run: a key of its own beside the job's. */
 static uint64_t dyn_key(void)
 {
-	return t_job ^ 0xd1a0000000000000ULL;
+	return t_extra_key();
 }
 
 static coop_context_t *dyn_init(void)

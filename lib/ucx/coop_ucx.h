@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * coop_ucx.h - the UCT transport "coop" (libuct_coop.so) for UCX 1.13:
+ * objects shared by its memory domain (md.c), interface (iface.c) and
+ * endpoints (ep.c).  Everything it moves goes through libcoopmpi's lower
+ * layer (include/coopmpi_xfer.h): regions, copy jobs, COOP-p2p work
+ * slots, the load counters and the mailbox rings of one dynamic endpoint
+ * per memory domain.
+ */
+#ifndef COOP_UCX_H
+#define COOP_UCX_H
+
+#include <uct/api/uct.h>
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <uct/sm/base/sm_iface.h>
+#include <ucs/datastruct/list.h>
+
+#include "coopmpi.h"
+#include "coopmpi_xfer.h"
+
+extern uct_component_t uct_coop_component;
+
+/* What a packed / unpacked remote key holds: the owner's region and the
+ * virtual address it starts at (UCT's remote addresses are the owner's). */
+typedef struct uct_coop_rkey {
+	uint64_t cookie;
+	uint64_t length;
+	uint64_t base;
+} uct_coop_rkey_t;
+
+/* A registration of ours. */
+typedef struct uct_coop_memh {
+	ucs_list_link_t list;	/* md->regs */
+	void *addr;
+	size_t length;
+	coop_rkey_t key;
+} uct_coop_memh_t;
+
+typedef struct uct_coop_md_config {
+	uct_md_config_t super;
+	char *domain;		/* UCX_COOP_DOMAIN: the node domain's name */
+} uct_coop_md_config_t;
+
+/* A copy job in flight: ours (comp) or the help we give a peer's GET. */
+typedef struct uct_coop_op {
+	ucs_list_link_t list;	/* md->ops */
+	coop_request_t *req;
+	uct_completion_t *comp;	/* NULL: helping */
+	struct uct_coop_ep *ep;	/* NULL: helping, or the ep is gone */
+	int peer;
+	uint32_t slot;		/* helping: the peer's work slot */
+} uct_coop_op_t;
+
+typedef struct uct_coop_md {
+	uct_md_t super;
+	char *domain;
+	uint64_t key;		/* the node domain (coop job key) */
+	coop_context_t *ctx;	/* its dynamic endpoint, at first use */
+	ucs_list_link_t regs;
+	ucs_list_link_t ops;
+} uct_coop_md_t;
+
+typedef struct uct_coop_iface_config {
+	uct_sm_iface_config_t super;
+	size_t coop_min;	/* UCX_COOP_COOP_MIN */
+} uct_coop_iface_config_t;
+
+typedef struct uct_coop_iface {
+	uct_sm_iface_t super;
+	uct_coop_md_t *md;
+	size_t coop_min;
+} uct_coop_iface_t;
+
+/* An interface's address: its domain and its short libcoopmpi address
+ * (UCP packs at most 63 bytes). */
+typedef struct uct_coop_iface_addr {
+	uint64_t key;
+	uint8_t addr[COOP_ADDR_SHORT_LEN];
+} UCS_S_PACKED uct_coop_iface_addr_t;
+
+typedef struct uct_coop_ep {
+	uct_base_ep_t super;
+	int peer;		/* its rank in the domain */
+	unsigned outstanding;	/* ops not completed */
+	ucs_list_link_t flushes;	/* uct_coop_flush_t waiting for them */
+} uct_coop_ep_t;
+
+/* md.c */
+/* The md's endpoint of the domain, created on first use (NULL: failed,
+ * logged). */
+coop_context_t *uct_coop_md_ctx(uct_coop_md_t *md);
+/* Our registration with this cookie that holds [off, off + len). */
+uct_coop_memh_t *uct_coop_md_find_reg(uct_coop_md_t *md, uint64_t cookie,
+				      uint64_t off, uint64_t len);
+
+/* ep.c */
+UCS_CLASS_DECLARE(uct_coop_ep_t, const uct_ep_params_t *);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_coop_ep_t, uct_ep_t, const uct_ep_params_t *);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_coop_ep_t, uct_ep_t);
+ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+				   size_t iovcnt, uint64_t remote_addr,
+				   uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+				   size_t iovcnt, uint64_t remote_addr,
+				   uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
+			       uct_completion_t *comp);
+/* The md's messages (help requests and their ends) and ops: events. */
+unsigned uct_coop_md_progress(uct_coop_md_t *md);
+void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len);
+
+#endif

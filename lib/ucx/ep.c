@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ep.c - the "coop" endpoint's rendezvous operations and the help that
+ * makes them cooperative (COOP-p2p).
+ *
+ * GET_ZCOPY (the receiver of a UCP rendezvous reads the sender's buffer):
+ * from UCX_COOP_COOP_MIN on, when our buffer is registered with this md,
+ * the reader takes a work slot split at the COOP-load share, tells the
+ * writer (HELP: slot, length, both regions) and starts its copy job; the
+ * writer's progress - this file's message handler, run by its interface's
+ * progress callback - starts a job writing the other range.  Each side
+ * copies its range first, then claims the other's chunks, so a writer
+ * that does not progress leaves the reader copying everything, and both
+ * jobs end when all bytes are in, without waiting for each other.  The
+ * writer's DONE then gives the slot's second reference back.
+ * PUT_ZCOPY: the initiator writes everything (UCP's put scheme has no
+ * reader to help yet).
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucs/debug/log.h>
+
+#include "coop_ucx.h"
+
+enum { MSG_HELP = 1, MSG_DONE = 2 };
+
+/* The reader's help request, and (type DONE, slot) the writer's end. */
+struct coop_help {
+	uint32_t type;
+	uint32_t slot;
+	uint64_t len;
+	uint64_t src_cookie;	/* the writer's region (its rkey)... */
+	uint64_t src_off;	/* ...and where the bytes are in it */
+	uint64_t dst_cookie;	/* the reader's region... */
+	uint64_t dst_off;	/* ...and where they go */
+};
+
+_Static_assert(sizeof(struct coop_help) <= COOP_MSG_MAX, "one message");
+
+UCS_CLASS_INIT_FUNC(uct_coop_ep_t, const uct_ep_params_t *params)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(params->iface,
+						 uct_coop_iface_t);
+	const uct_coop_iface_addr_t *a = (const void *)params->iface_addr;
+	int rc;
+
+	UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+	UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
+	ucs_list_head_init(&self->flushes);
+	rc = coop_connect_peer(iface->md->ctx, a->addr, sizeof(a->addr),
+			       &self->peer);
+	if (rc) {
+		ucs_error("coop: cannot connect: %s", coop_strerror(rc));
+		return UCS_ERR_UNREACHABLE;
+	}
+	return UCS_OK;
+}
+
+UCS_CLASS_CLEANUP_FUNC(uct_coop_ep_t)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(self->super.super.iface,
+						 uct_coop_iface_t);
+	uct_coop_op_t *op;
+
+	/* its operations go on; they must not touch it when they end */
+	ucs_list_for_each(op, &iface->md->ops, list)
+		if (op->ep == self)
+			op->ep = NULL;
+}
+
+UCS_CLASS_DEFINE(uct_coop_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_coop_ep_t, uct_ep_t, const uct_ep_params_t *);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_coop_ep_t, uct_ep_t);
+
+/* ---------------- operations ---------------- */
+
+/* A flush waiting for an endpoint's operations. */
+typedef struct uct_coop_flush {
+	ucs_list_link_t list;
+	uct_completion_t *comp;
+} uct_coop_flush_t;
+
+static uct_coop_iface_t *ep_iface(const uct_coop_ep_t *ep)
+{
+	return ucs_derived_of(ep->super.super.iface, uct_coop_iface_t);
+}
+
+static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
+			     const coop_xfer_params_t *p,
+			     uct_completion_t *comp)
+{
+	uct_coop_op_t *op = calloc(1, sizeof(*op));
+	int rc;
+
+	if (!op)
+		return UCS_ERR_NO_MEMORY;
+	rc = coop_xfer_start(md->ctx, p, &op->req);
+	if (rc) {
+		free(op);
+		ucs_error("coop: copy with rank %d failed to start: %s",
+			  p->peer, coop_strerror(rc));
+		return rc == COOP_ERR_PEER_DEAD ? UCS_ERR_CONNECTION_RESET :
+						  UCS_ERR_IO_ERROR;
+	}
+	op->comp = comp;
+	op->ep = ep;
+	op->peer = p->peer;
+	op->slot = comp ? COOP_XFER_NO_SLOT : p->slot;	/* help: DONE due */
+	if (ep)
+		ep->outstanding++;
+	ucs_list_add_tail(&md->ops, &op->list);
+	return UCS_INPROGRESS;
+}
+
+/* The bytes of a zcopy operation's one iov (UCT: length x count). */
+static size_t iov_bytes(const uct_iov_t *iov)
+{
+	return iov->length * iov->count;
+}
+
+/* One contiguous buffer, or none at all. */
+static int iov_contiguous(const uct_iov_t *iov, size_t iovcnt)
+{
+	return !iovcnt || iov->count <= 1 || iov->stride == iov->length;
+}
+
+static void xfer_params(coop_xfer_params_t *p, const uct_coop_ep_t *ep,
+			unsigned dir, const uct_iov_t *iov,
+			uint64_t remote_addr, const uct_coop_rkey_t *rk)
+{
+	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
+	p->flags = dir;
+	p->peer = ep->peer;
+	p->slot = COOP_XFER_NO_SLOT;
+	p->local = iov->buffer;
+	p->len = iov_bytes(iov);
+	p->key.cookie = rk->cookie;
+	p->key.length = rk->length;
+	p->offset = remote_addr - rk->base;
+}
+
+/*
+ * A work slot for a GET of p->len bytes split at the COOP-load share,
+ * and the writer asked to help: p->slot set; nothing when the message is
+ * small, our buffer is not ours to offer, or no slot is free.
+ */
+static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
+		     const uct_iov_t *iov)
+{
+	coop_context_t *ctx = iface->md->ctx;
+	const uct_coop_memh_t *m = iov->memh;
+	struct coop_help h = { .type = MSG_HELP, .len = p->len,
+			       .src_cookie = p->key.cookie,
+			       .src_off = p->offset };
+	size_t share;
+
+	if (p->len < iface->coop_min || m == UCT_MEM_HANDLE_NULL ||
+	    !m->length || coop_xfer_split(ctx, p->peer, p->len, &share))
+		return;
+	/* never an empty range: a job with none only assists from a
+	 * blocking call, which UCT's progress is not - it must go on
+	 * alone when the writer does not progress */
+	if (coop_xfer_slot_alloc(ctx, p->peer, p->len, share ? share : 1,
+				 &h.slot))
+		return;
+	h.dst_cookie = m->key.cookie;
+	h.dst_off = (uintptr_t)p->local - (uintptr_t)m->addr;
+	if (coop_msg_send(ctx, p->peer, &h, sizeof(h))) {
+		/* no helper: neither reference will be dropped otherwise */
+		coop_xfer_slot_release(ctx, p->peer, h.slot);
+		coop_xfer_slot_release(ctx, p->peer, h.slot);
+		return;
+	}
+	p->slot = h.slot;
+}
+
+ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+				   size_t iovcnt, uint64_t remote_addr,
+				   uct_rkey_t rkey, uct_completion_t *comp)
+{
+	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
+	uct_coop_iface_t *iface = ep_iface(ep);
+	coop_xfer_params_t p;
+	ucs_status_t status;
+
+	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_get_zcopy");
+	if (!iov_contiguous(iov, iovcnt))
+		return UCS_ERR_UNSUPPORTED;
+	if (!iovcnt || !iov_bytes(iov))
+		return UCS_OK;
+	xfer_params(&p, ep, COOP_XFER_GET, iov, remote_addr,
+		    (const uct_coop_rkey_t *)rkey);
+	ask_help(iface, &p, iov);
+	status = start_op(iface->md, ep, &p, comp);
+	if (status != UCS_INPROGRESS && p.slot != COOP_XFER_NO_SLOT)
+		/* the writer's DONE will drop the other reference */
+		coop_xfer_slot_release(iface->md->ctx, p.peer, p.slot);
+	return status;
+}
+
+ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+				   size_t iovcnt, uint64_t remote_addr,
+				   uct_rkey_t rkey, uct_completion_t *comp)
+{
+	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
+	coop_xfer_params_t p;
+
+	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_put_zcopy");
+	if (!iov_contiguous(iov, iovcnt))
+		return UCS_ERR_UNSUPPORTED;
+	if (!iovcnt || !iov_bytes(iov))
+		return UCS_OK;
+	xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr,
+		    (const uct_coop_rkey_t *)rkey);
+	return start_op(ep_iface(ep)->md, ep, &p, comp);
+}
+
+ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
+			       uct_completion_t *comp)
+{
+	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
+	uct_coop_flush_t *f;
+
+	(void)flags;
+	if (!ep->outstanding)
+		return UCS_OK;
+	if (comp) {
+		f = malloc(sizeof(*f));
+		if (!f)
+			return UCS_ERR_NO_MEMORY;
+		f->comp = comp;
+		ucs_list_add_tail(&ep->flushes, &f->list);
+	}
+	return UCS_INPROGRESS;
+}
+
+/* ---------------- help, completion ---------------- */
+
+/* The writer's part of a peer's cooperative GET. */
+static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
+{
+	uct_coop_memh_t *m = uct_coop_md_find_reg(md, h->src_cookie,
+						  h->src_off, h->len);
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = COOP_XFER_PUT, .peer = src,
+		.slot = h->slot, .len = h->len,
+		.key = { h->dst_cookie, h->dst_off + h->len },
+		.offset = h->dst_off,
+	};
+	struct coop_help done = { .type = MSG_DONE, .slot = h->slot };
+
+	if (m) {	/* only from a region of ours, as its rkey named it */
+		p.local = (char *)m->addr + h->src_off;
+		if (start_op(md, NULL, &p, NULL) == UCS_INPROGRESS)
+			return;	/* DONE when the job ends */
+	}
+	coop_msg_send(md->ctx, src, &done, sizeof(done));
+}
+
+void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len)
+{
+	uct_coop_md_t *md = arg;
+	struct coop_help h;
+
+	if (len != sizeof(h)) {
+		ucs_error("coop: message of %zu bytes from rank %d dropped",
+			  len, src);
+		return;
+	}
+	memcpy(&h, msg, sizeof(h));
+	if (h.type == MSG_HELP)
+		help(md, src, &h);
+	else if (h.type == MSG_DONE)
+		coop_xfer_slot_release(md->ctx, src, h.slot);
+	else
+		ucs_error("coop: message of type %u from rank %d dropped",
+			  h.type, src);
+}
+
+static void ep_op_done(uct_coop_ep_t *ep)
+{
+	uct_coop_flush_t *f, *tmp;
+
+	if (--ep->outstanding)
+		return;
+	ucs_list_for_each_safe(f, tmp, &ep->flushes, list) {
+		ucs_list_del(&f->list);
+		uct_invoke_completion(f->comp, UCS_OK);
+		free(f);
+	}
+}
+
+static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
+{
+	struct coop_help done = { .type = MSG_DONE, .slot = op->slot };
+	ucs_status_t status = err == COOP_ERR_PEER_DEAD ?
+		UCS_ERR_CONNECTION_RESET : err ? UCS_ERR_IO_ERROR : UCS_OK;
+
+	ucs_list_del(&op->list);
+	if (!op->comp)		/* our help: the reader may reuse its slot */
+		coop_msg_send(md->ctx, op->peer, &done, sizeof(done));
+	if (err)
+		ucs_debug("coop: copy with rank %d: %s", op->peer,
+			  coop_strerror(err));
+	if (op->ep)
+		ep_op_done(op->ep);
+	if (op->comp)
+		uct_invoke_completion(op->comp, status);
+	free(op);
+}
+
+unsigned uct_coop_md_progress(uct_coop_md_t *md)
+{
+	uct_coop_op_t *op, *tmp;
+	coop_status_t st;
+	unsigned n = 0;
+	int flag;
+
+	coop_progress(md->ctx);
+	ucs_list_for_each_safe(op, tmp, &md->ops, list) {
+		coop_test(&op->req, &flag, &st);
+		if (!flag)
+			continue;
+		op_done(md, op, st.error);
+		n++;
+	}
+	return n;
+}

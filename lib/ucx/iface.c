@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * iface.c - the "coop" interface: the transport's registration (refused
+ * when the running UCX is not the one it was built against), its
+ * capabilities (rendezvous: GET_ZCOPY and PUT_ZCOPY, connect to iface),
+ * its address (domain key + libcoopmpi address blob) and reachability
+ * (same node, same domain), and a progress callback registered for the
+ * interface's whole life: a rank helps a peer's cooperative GET from its
+ * progress, whether or not it has operations of its own.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include <ucs/debug/log.h>
+#include <uct/api/version.h>
+
+#include "coop_ucx.h"
+
+static ucs_config_field_t uct_coop_iface_config_table[] = {
+	/* the memory bandwidth of two copiers (COOP-p2p) */
+	{"SM_", "BW=22290MBs", NULL,
+	 ucs_offsetof(uct_coop_iface_config_t, super),
+	 UCS_CONFIG_TYPE_TABLE(uct_sm_iface_config_table)},
+
+	{"COOP_MIN", "64k",
+	 "Smaller GET_ZCOPY operations are copied by the reader alone; from\n"
+	 "this size on the writer helps (COOP-p2p, split by the load counters).",
+	 ucs_offsetof(uct_coop_iface_config_t, coop_min),
+	 UCS_CONFIG_TYPE_MEMUNITS},
+
+	{NULL}
+};
+
+static ucs_status_t uct_coop_iface_get_address(uct_iface_t *tl_iface,
+					       uct_iface_addr_t *addr)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+	uct_coop_iface_addr_t a = { .key = iface->md->key };
+	size_t len = sizeof(a.addr);
+
+	if (coop_address_short(iface->md->ctx, a.addr, &len))
+		return UCS_ERR_IO_ERROR;
+	memcpy(addr, &a, sizeof(a));
+	return UCS_OK;
+}
+
+static int uct_coop_iface_is_reachable(const uct_iface_h tl_iface,
+				       const uct_device_addr_t *dev_addr,
+				       const uct_iface_addr_t *tl_iface_addr)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+	const uct_coop_iface_addr_t *a = (const void *)tl_iface_addr;
+
+	return uct_sm_iface_is_reachable(tl_iface, dev_addr, tl_iface_addr) &&
+	       a->key == iface->md->key;
+}
+
+static ucs_status_t uct_coop_iface_query(uct_iface_h tl_iface,
+					 uct_iface_attr_t *attr)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+
+	uct_base_iface_query(&iface->super.super, attr);
+	attr->cap.put.max_zcopy = SIZE_MAX;
+	attr->cap.put.opt_zcopy_align = 1;
+	attr->cap.put.align_mtu = 1;
+	attr->cap.put.max_iov = 1;
+	attr->cap.get.max_zcopy = SIZE_MAX;
+	attr->cap.get.opt_zcopy_align = 1;
+	attr->cap.get.align_mtu = 1;
+	attr->cap.get.max_iov = 1;
+	attr->device_addr_len = uct_sm_iface_get_device_addr_len();
+	attr->iface_addr_len = sizeof(uct_coop_iface_addr_t);
+	attr->ep_addr_len = 0;
+	attr->max_conn_priv = 0;
+	attr->cap.flags = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+			  UCT_IFACE_FLAG_PENDING |
+			  UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+	attr->latency = ucs_linear_func_make(80e-9, 0);
+	attr->overhead = 2e-6;
+	attr->bandwidth.dedicated = iface->super.config.bandwidth;
+	attr->bandwidth.shared = 0;
+	attr->priority = 0;
+	return UCS_OK;
+}
+
+static unsigned uct_coop_iface_progress(void *arg)
+{
+	uct_coop_iface_t *iface = arg;
+
+	return uct_coop_md_progress(iface->md);
+}
+
+static unsigned uct_coop_iface_progress_tl(uct_iface_h tl_iface)
+{
+	return uct_coop_iface_progress(tl_iface);
+}
+
+static ucs_status_t uct_coop_iface_flush(uct_iface_h tl_iface, unsigned flags,
+					 uct_completion_t *comp)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+	uct_coop_op_t *op;
+
+	(void)flags;
+	if (comp)
+		return UCS_ERR_UNSUPPORTED;
+	ucs_list_for_each(op, &iface->md->ops, list)
+		if (op->comp)	/* ours, not the help we give */
+			return UCS_INPROGRESS;
+	return UCS_OK;
+}
+
+static UCS_CLASS_DECLARE_DELETE_FUNC(uct_coop_iface_t, uct_iface_t);
+
+static uct_iface_ops_t uct_coop_iface_tl_ops = {
+	.ep_put_zcopy = uct_coop_ep_put_zcopy,
+	.ep_get_zcopy = uct_coop_ep_get_zcopy,
+	.ep_pending_add = ucs_empty_function_return_busy,
+	.ep_pending_purge = ucs_empty_function,
+	.ep_flush = uct_coop_ep_flush,
+	.ep_fence = uct_sm_ep_fence,
+	.ep_create = UCS_CLASS_NEW_FUNC_NAME(uct_coop_ep_t),
+	.ep_destroy = UCS_CLASS_DELETE_FUNC_NAME(uct_coop_ep_t),
+	.iface_flush = uct_coop_iface_flush,
+	.iface_fence = uct_sm_iface_fence,
+	.iface_progress_enable = ucs_empty_function,
+	.iface_progress_disable = ucs_empty_function,
+	.iface_progress = uct_coop_iface_progress_tl,
+	.iface_event_fd_get = ucs_empty_function_return_unsupported,
+	.iface_event_arm = ucs_empty_function_return_unsupported,
+	.iface_close = UCS_CLASS_DELETE_FUNC_NAME(uct_coop_iface_t),
+	.iface_query = uct_coop_iface_query,
+	.iface_get_address = uct_coop_iface_get_address,
+	.iface_get_device_address = uct_sm_iface_get_device_address,
+	.iface_is_reachable = uct_coop_iface_is_reachable,
+};
+
+static uct_iface_internal_ops_t uct_coop_iface_internal_ops = {
+	.iface_estimate_perf = uct_base_iface_estimate_perf,
+	.iface_vfs_refresh = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+	.ep_query = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
+	.ep_invalidate =
+		(uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
+};
+
+static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
+			   const uct_iface_params_t *params,
+			   const uct_iface_config_t *tl_config)
+{
+	const uct_coop_iface_config_t *cfg =
+		ucs_derived_of(tl_config, uct_coop_iface_config_t);
+
+	UCS_CLASS_CALL_SUPER_INIT(uct_sm_iface_t, &uct_coop_iface_tl_ops,
+				  &uct_coop_iface_internal_ops, md, worker,
+				  params, tl_config);
+	self->md = ucs_derived_of(md, uct_coop_md_t);
+	self->coop_min = cfg->coop_min;
+	if (!uct_coop_md_ctx(self->md))
+		return UCS_ERR_IO_ERROR;
+	/* for good: peers' help requests come whenever they read from us */
+	uct_worker_progress_register_safe(&self->super.super.worker->super,
+					  uct_coop_iface_progress, self, 0,
+					  &self->super.super.prog.id);
+	return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_coop_iface_t)
+{
+	uct_worker_progress_unregister_safe(&self->super.super.worker->super,
+					    &self->super.super.prog.id);
+}
+
+UCS_CLASS_DEFINE(uct_coop_iface_t, uct_sm_iface_t);
+
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_coop_iface_t, uct_iface_t, uct_md_h,
+				 uct_worker_h, const uct_iface_params_t *,
+				 const uct_iface_config_t *);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_coop_iface_t, uct_iface_t);
+
+UCT_TL_DEFINE_ENTRY(&uct_coop_component, coop, uct_sm_base_query_tl_devices,
+		    uct_coop_iface_t, "COOP_", uct_coop_iface_config_table,
+		    uct_coop_iface_config_t);
+
+/*
+ * The module's internal UCX structures must be the ones it was compiled
+ * against.  UCT 1.13 has no version call; libucp of the same package
+ * does, so ask it (it is loaded with UCT by every UCP user anyway).
+ */
+static int version_matches(void)
+{
+	void (*get)(unsigned *, unsigned *, unsigned *);
+	unsigned major = 0, minor = 0, patch = 0;
+	void *ucp = dlopen("libucp.so.0", RTLD_LAZY);
+
+	get = ucp ? (void (*)(unsigned *, unsigned *, unsigned *))
+		dlsym(ucp, "ucp_get_version") : NULL;
+	if (get)
+		get(&major, &minor, &patch);
+	if (ucp)
+		dlclose(ucp);
+	if (major == UCT_VERNO_MAJOR && minor == UCT_VERNO_MINOR &&
+	    patch == UCT_VERNO_PATCH)
+		return 1;
+	ucs_error("coop: libuct_coop.so was built for UCX %s, this is UCX "
+		  "%u.%u.%u: transport coop not registered (rebuild it)",
+		  UCT_VERNO_STRING, major, minor, patch);
+	return 0;
+}
+
+static int registered;
+
+UCS_F_CTOR void uct_coop_init(void)
+{
+	if (!version_matches())
+		return;
+	uct_component_register(&uct_coop_component);
+	uct_tl_register(&uct_coop_component, &UCT_TL_NAME(coop));
+	registered = 1;
+}
+
+UCS_F_DTOR void uct_coop_cleanup(void)
+{
+	if (!registered)
+		return;
+	uct_tl_unregister(&UCT_TL_NAME(coop));
+	uct_component_unregister(&uct_coop_component);
+}
