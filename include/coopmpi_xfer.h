@@ -126,7 +126,9 @@ COOP_API int coop_xfer_slot_release(coop_context_t *ctx, int peer,
  * coop_xfer_split - COOP-load: the share x of len bytes that this rank
  * (the reader) should copy so that both ranks' loads - pending copy bytes
  * from the counters plus recently copied bytes - end level: own + x =
- * peer's + len - x, clamped to 0..len.  Never blocks.
+ * peer's + len - x, within [len/8, len - len/8] and rounded to a page, so
+ * that each side has a range to start with (then both take what the
+ * other has not).  Never blocks.
  * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_STATE.
  */
 COOP_API int coop_xfer_split(coop_context_t *ctx, int peer, size_t len,

@@ -196,8 +196,9 @@ int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
 	if (!share)
 		return COOP_ERR_ARG;
 	ls = coop_load_score(ctx, peer, now);
-	*share = (size_t)coop_load_level_share(ls, coop_load_score(ctx,
-							ctx->rank, now), len);
+	*share = (size_t)coop_load_clamp_split(
+		coop_load_level_share(ls, coop_load_score(ctx, ctx->rank, now),
+				      len), len);
 	return COOP_SUCCESS;
 }
 

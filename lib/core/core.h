@@ -364,6 +364,10 @@ COOP_HIDDEN uint64_t coop_load_score(struct coop_context *ctx, int rank,
 /* This rank copied n bytes at time now (its history). */
 COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
 				       uint64_t now);
+/* COOP's split x of n bytes within [n/8, n - n/8], page aligned: each
+ * side keeps a range worth a copier of its own. */
+#define COOP_LOAD_SPLIT_PARTS 8
+COOP_HIDDEN uint64_t coop_load_clamp_split(uint64_t x, uint64_t n);
 /* Add bytes (may be negative) to rank's pending copy load. */
 COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
 				     int64_t bytes);

@@ -14,6 +14,8 @@
  */
 #include "core.h"
 
+#define SPLIT_ALIGN 4096ULL
+
 /* v halved every half ns of dt; linear between halvings (within 6%). */
 static uint64_t decay(uint64_t v, uint64_t dt, uint64_t half)
 {
@@ -73,6 +75,15 @@ uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n)
 	if (x <= 0)
 		return 0;
 	return x >= (double)n ? n : (uint64_t)x;
+}
+
+uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)
+{
+	uint64_t lo = n / COOP_LOAD_SPLIT_PARTS;
+	uint64_t hi = n - n / COOP_LOAD_SPLIT_PARTS;
+
+	x = (x + SPLIT_ALIGN / 2) & ~(SPLIT_ALIGN - 1);
+	return COOP_MIN(COOP_MAX(x, lo), hi);
 }
 
 void coop_load_precharge(struct coop_context *ctx, int rank, int64_t bytes)

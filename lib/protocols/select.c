@@ -46,9 +46,9 @@
  */
 #include "proto.h"
 
-/* A share below 1/SPLIT_PARTS of the message is not worth a second copier */
-#define SPLIT_PARTS 8
-#define SPLIT_ALIGN 4096ULL
+/* A share below 1/SPLIT_PARTS of the message is not worth a second copier
+ * (core/load.c clamps COOP's split to keep both ranges that large) */
+#define SPLIT_PARTS COOP_LOAD_SPLIT_PARTS
 
 /* Rows of Table II: how the sender waits. */
 enum send_kind { SEND_BLOCKS, SEND_RETURNS, SEND_BUFFERED, SEND_KINDS };
@@ -68,14 +68,6 @@ static enum send_kind send_kind(uint8_t rts_flags)
 	return rts_flags & PF_BLOCKING ? SEND_BLOCKS : SEND_RETURNS;
 }
 
-static uint64_t clamp_split(uint64_t x, uint64_t n)
-{
-	uint64_t lo = n / SPLIT_PARTS, hi = n - n / SPLIT_PARTS;
-
-	x = (x + SPLIT_ALIGN / 2) & ~(SPLIT_ALIGN - 1);
-	return COOP_MIN(COOP_MAX(x, lo), hi);
-}
-
 /* COOP-load: RGET, RPUT or COOP split; force_coop: both block (CELL_COOP) */
 static enum coop_proto by_load(struct coop_context *ctx, int src, uint64_t n,
 			       int force_coop, uint64_t *split)
@@ -91,7 +83,7 @@ static enum coop_proto by_load(struct coop_context *ctx, int src, uint64_t n,
 		return PROTO_RPUT;
 	if (!force_coop && x >= n - n / SPLIT_PARTS)
 		return PROTO_RGET;
-	*split = clamp_split(x, n);
+	*split = coop_load_clamp_split(x, n);
 	return PROTO_COOP;
 }
 

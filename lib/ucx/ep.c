@@ -163,11 +163,7 @@ static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
 	if (p->len < iface->coop_min || m == UCT_MEM_HANDLE_NULL ||
 	    !m->length || coop_xfer_split(ctx, p->peer, p->len, &share))
 		return;
-	/* never an empty range: a job with none only assists from a
-	 * blocking call, which UCT's progress is not - it must go on
-	 * alone when the writer does not progress */
-	if (coop_xfer_slot_alloc(ctx, p->peer, p->len, share ? share : 1,
-				 &h.slot))
+	if (coop_xfer_slot_alloc(ctx, p->peer, p->len, share, &h.slot))
 		return;
 	h.dst_cookie = m->key.cookie;
 	h.dst_off = (uintptr_t)p->local - (uintptr_t)m->addr;

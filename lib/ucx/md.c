@@ -205,7 +205,9 @@ static ucs_status_t uct_coop_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
 	(void)tl_md;
 	attr->rkey_packed_size = sizeof(uct_coop_rkey_t);
-	attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+	/* our buffer too: the writer that helps needs its region */
+	attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+			  UCT_MD_FLAG_NEED_MEMH;
 	attr->cap.reg_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 	attr->cap.alloc_mem_types = 0;
 	attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
