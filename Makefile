@@ -1,6 +1,7 @@
 # coopmpi - top-level build.
 #
-#   make              install missing packages, build library, tests, module
+#   make              install missing packages, build library, tests, module,
+#                     the UCX transport (lib/ucx/libuct_coop.so)
 #   make check        everything above, then every test: natively (library,
 #                     shm provider) and in a QEMU VM against the real module
 #   make bench        the full benchmark suite (bench/results/full/)
@@ -13,15 +14,19 @@
 
 SHELL := /bin/bash
 
-.PHONY: all deps lib module tests check bench bench-quick bench-patterns clean
+.PHONY: all deps lib ucx module tests check bench bench-quick bench-patterns clean
 
-all: deps lib module tests
+all: deps lib ucx module tests
 
 deps:
 	@scripts/deps.sh
 
 lib: deps
 	$(MAKE) -C lib
+
+# against Debian's UCX; its internal headers: scripts/ucx-src.sh (cached)
+ucx: lib
+	$(MAKE) -C lib/ucx
 
 module: deps
 	$(MAKE) -C kmod
@@ -45,6 +50,7 @@ bench-patterns: all
 
 clean:
 	$(MAKE) -C lib clean
+	$(MAKE) -C lib/ucx clean
 	$(MAKE) -C kmod clean
 	$(MAKE) -C tests/kmod clean
 	$(MAKE) -C tests/dmatest clean

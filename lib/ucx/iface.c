@@ -191,14 +191,17 @@ UCT_TL_DEFINE_ENTRY(&uct_coop_component, coop, uct_sm_base_query_tl_devices,
  * against.  UCT 1.13 has no version call; libucp of the same package
  * does, so ask it (it is loaded with UCT by every UCP user anyway).
  */
+typedef void (*ucp_version_fn)(unsigned *, unsigned *, unsigned *);
+
 static int version_matches(void)
 {
-	void (*get)(unsigned *, unsigned *, unsigned *);
+	ucp_version_fn get = (ucp_version_fn)dlsym(RTLD_DEFAULT,
+						   "ucp_get_version");
 	unsigned major = 0, minor = 0, patch = 0;
-	void *ucp = dlopen("libucp.so.0", RTLD_LAZY);
+	void *ucp = get ? NULL : dlopen("libucp.so.0", RTLD_LAZY);
 
-	get = ucp ? (void (*)(unsigned *, unsigned *, unsigned *))
-		dlsym(ucp, "ucp_get_version") : NULL;
+	if (ucp)	/* a UCT-only process: the package's libucp tells */
+		get = (ucp_version_fn)dlsym(ucp, "ucp_get_version");
 	if (get)
 		get(&major, &minor, &patch);
 	if (ucp)

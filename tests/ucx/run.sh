@@ -1,0 +1,83 @@
+#!/bin/bash
+# tests/ucx/run.sh - the UCX transport "coop" (lib/ucx/libuct_coop.so) with
+# Debian's UCX, MPICH and Open MPI, natively (the provider coop_init picks:
+# shm without the driver).  Each check prints ok/FAIL; the last line is
+# "N passed, M failed"; exit status 1 when any failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+
+env_run=scripts/coop-ucx-env
+module=lib/ucx/libuct_coop.so
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { echo "ok   - $1"; pass=$((pass + 1)); }
+nok() { echo "FAIL - $1"; fail=$((fail + 1)); sed 's/^/     | /' "$2" | tail -20; }
+# expect NAME LOG COMMAND...: COMMAND succeeds (output in LOG)
+expect() {
+	local name=$1 log=$2
+	shift 2
+	if timeout 300 "$@" >"$log" 2>&1; then ok "$name"; else nok "$name" "$log"; fi
+}
+shm_files() { ls /dev/shm 2>/dev/null | grep -c '^coopmpi-'; }
+
+mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.mpich" &&
+	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.openmpi" &&
+	cc -shared -fPIC tests/ucx/version_shim.c -o "$tmp/shim.so" ||
+	{ echo "cannot build the test programs"; exit 1; }
+files_before=$(shm_files)
+
+# 1. UCX sees the transport; a mismatching UCX makes the module refuse.
+expect "ucx_info lists transport coop" "$tmp/info" \
+	bash -c "$env_run ucx_info -d | grep -q 'Transport: coop'"
+LD_PRELOAD=$tmp/shim.so:$module ucx_info -d >"$tmp/shim" 2>&1
+if ! grep -q 'Transport: coop' "$tmp/shim" &&
+	grep -q 'built for UCX 1.13.1, this is UCX 1.12.0' "$tmp/shim"; then
+	ok "another UCX version: coop not registered, the error says why"
+else
+	nok "another UCX version: coop not registered, the error says why" "$tmp/shim"
+fi
+
+# 2. Unmodified MPI programs through coop, data checked; the rendezvous
+#    lane of the tag protocol is coop.
+mpich=(mpirun.mpich -np 2 -bind-to core -genv UCX_LOG_LEVEL info)
+ompi=(mpirun.openmpi --allow-run-as-root -np 2 --bind-to core -x UCX_LOG_LEVEL=info)
+for mpi in mpich openmpi; do
+	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
+	expect "$mpi: mpi_check (0 B .. 16 MiB, both ways, data checked)" "$tmp/$mpi" \
+		"$env_run" "${launch[@]}" "$tmp/check.$mpi"
+	if grep -q 'mpi_check: ok' "$tmp/$mpi" &&
+		grep -qE 'ep_cfg\[[0-9]+\]: tag\([^)]*coop/memory' "$tmp/$mpi"; then
+		ok "$mpi: the tag protocol's rendezvous went through coop"
+	else
+		nok "$mpi: the tag protocol's rendezvous went through coop" "$tmp/$mpi"
+	fi
+done
+expect "mpich: NetPIPE integrity check (NPmpich2 -i, 1 B .. 4 MiB)" "$tmp/np1" \
+	"$env_run" mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 -o "$tmp/np1.out"
+expect "openmpi: NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2" \
+	"$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
+	NPopenmpi -i -u 4194304 -o "$tmp/np2.out"
+
+# 3. Processes of different domains (jobs) do not reach each other by
+#    coop: UCX falls back to posix for them.
+(UCX_COOP_DOMAIN=job-a UCX_LOG_LEVEL=info timeout 60 "$env_run" \
+	ucx_perftest -p 13391 -t tag_bw -s 1048576 -n 20 >"$tmp/srv" 2>&1 &)
+sleep 1
+UCX_COOP_DOMAIN=job-b UCX_LOG_LEVEL=info timeout 60 "$env_run" \
+	ucx_perftest localhost -p 13391 -t tag_bw -s 1048576 -n 20 >"$tmp/cli" 2>&1
+if grep -q 'Final:' "$tmp/cli" && grep -q 'ep_cfg' "$tmp/cli" &&
+	! grep -qE 'ep_cfg.*coop/memory' "$tmp/cli"; then
+	ok "different domains: no coop lane between them, the run completes"
+else
+	nok "different domains: no coop lane between them, the run completes" "$tmp/cli"
+fi
+sleep 1
+
+# 4. Nothing left behind in /dev/shm.
+after=$(shm_files)
+[[ $after == "$files_before" ]] && ok "no coopmpi files left in /dev/shm" ||
+	{ ls /dev/shm >"$tmp/shm"; nok "no coopmpi files left in /dev/shm ($files_before before, $after after)" "$tmp/shm"; }
+
+echo "$pass passed, $fail failed"
+((fail == 0))
