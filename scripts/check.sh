@@ -9,13 +9,15 @@ passed=0
 failed=0
 failed_stages=()
 
-# Adds the "Checks: N, Failures: F, Errors: E" lines of a Check log.
+# Adds the "Checks: N, Failures: F, Errors: E" lines of a Check log and
+# the "N passed, M failed" closing lines of the script-driven stages.
 count_checks() {
 	local n f e
 	while read -r n f e; do
 		passed=$((passed + n - f - e))
 		failed=$((failed + f + e))
-	done < <(sed -n 's/.*Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' "$1")
+	done < <(sed -n -e 's/.*Checks: \([0-9]*\), Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2 \3/p' \
+		-e 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2 0/p' "$1")
 }
 
 stage() {

@@ -29,12 +29,13 @@ typedef struct uct_coop_rkey {
 	uint64_t base;
 } uct_coop_rkey_t;
 
-/* A registration of ours. */
+/* A registration of ours; kept (cached) after its last deregistration. */
 typedef struct uct_coop_memh {
-	ucs_list_link_t list;	/* md->regs */
+	ucs_list_link_t list;	/* md->regs, most recently used first */
 	void *addr;
 	size_t length;
 	coop_rkey_t key;
+	unsigned refs;		/* registrations it stands for now */
 } uct_coop_memh_t;
 
 typedef struct uct_coop_md_config {
@@ -58,6 +59,7 @@ typedef struct uct_coop_md {
 	uint64_t key;		/* the node domain (coop job key) */
 	coop_context_t *ctx;	/* its dynamic endpoint, at first use */
 	ucs_list_link_t regs;
+	unsigned nunused;	/* cached registrations without refs */
 	ucs_list_link_t ops;
 } uct_coop_md_t;
 

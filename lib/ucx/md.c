@@ -9,6 +9,13 @@
  * ranks of different jobs never reach each other: UCX_COOP_DOMAIN names
  * it, else Open MPI's PMIx namespace, else MPICH hydra's proxy (the
  * parent of every local rank), else the user.
+ *
+ * Registration cache: UCP registers both buffers of every rendezvous with
+ * the md, which costs two ioctls with the driver.  A region pins nothing
+ * (the driver pins a copy's pages while it copies, at whatever the
+ * address maps then), so a registration can outlive its deregistration
+ * safely: the last RCACHE_UNUSED unused ones stay, and a registration
+ * inside one of ours reuses it.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -119,6 +126,51 @@ uct_coop_memh_t *uct_coop_md_find_reg(uct_coop_md_t *md, uint64_t cookie,
 	return NULL;
 }
 
+#define RCACHE_UNUSED 64
+
+/* A registration of ours holding [addr, addr + length), now in use. */
+static uct_coop_memh_t *reg_reuse(uct_coop_md_t *md, const char *addr,
+				  size_t length)
+{
+	uct_coop_memh_t *m;
+
+	ucs_list_for_each(m, &md->regs, list) {
+		if ((const char *)m->addr > addr ||
+		    addr + length > (const char *)m->addr + m->length)
+			continue;
+		if (!m->refs++)
+			md->nunused--;
+		ucs_list_del(&m->list);
+		ucs_list_add_head(&md->regs, &m->list);
+		return m;
+	}
+	return NULL;
+}
+
+static void reg_drop(uct_coop_md_t *md, uct_coop_memh_t *m)
+{
+	ucs_list_del(&m->list);
+	if (m->length)
+		coop_mem_dereg(md->ctx, &m->key);
+	free(m);
+}
+
+/* Keep the RCACHE_UNUSED most recently used registrations without refs. */
+static void reg_trim(uct_coop_md_t *md)
+{
+	ucs_list_link_t *pos = md->regs.prev, *prev;
+	uct_coop_memh_t *m;
+
+	for (; md->nunused > RCACHE_UNUSED && pos != &md->regs; pos = prev) {
+		prev = pos->prev;	/* oldest first */
+		m = ucs_container_of(pos, uct_coop_memh_t, list);
+		if (!m->refs) {
+			md->nunused--;
+			reg_drop(md, m);
+		}
+	}
+}
+
 static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
 				     size_t length, unsigned flags,
 				     uct_mem_h *memh_p)
@@ -131,6 +183,11 @@ static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
 	(void)flags;
 	if (!ctx)
 		return UCS_ERR_IO_ERROR;
+	m = reg_reuse(md, address, length);
+	if (m) {
+		*memh_p = m;
+		return UCS_OK;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return UCS_ERR_NO_MEMORY;
@@ -145,7 +202,8 @@ static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
 		free(m);
 		return UCS_ERR_IO_ERROR;
 	}
-	ucs_list_add_tail(&md->regs, &m->list);
+	m->refs = 1;
+	ucs_list_add_head(&md->regs, &m->list);
 	*memh_p = m;
 	return UCS_OK;
 }
@@ -158,10 +216,10 @@ uct_coop_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 
 	UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
 	m = params->memh;
-	ucs_list_del(&m->list);
-	if (m->length)
-		coop_mem_dereg(md->ctx, &m->key);
-	free(m);
+	if (!--m->refs) {
+		md->nunused++;
+		reg_trim(md);
+	}
 	return UCS_OK;
 }
 
@@ -230,11 +288,8 @@ static void uct_coop_md_close(uct_md_h tl_md)
 		coop_request_free(&op->req);
 		free(op);
 	}
-	ucs_list_for_each_safe(m, tmp, &md->regs, list) {
-		if (m->length)
-			coop_mem_dereg(md->ctx, &m->key);
-		free(m);
-	}
+	ucs_list_for_each_safe(m, tmp, &md->regs, list)
+		reg_drop(md, m);
 	coop_finalize(md->ctx);
 	free(md->domain);
 	free(md);
