@@ -78,8 +78,10 @@ stage kmod-vm vm tests/kmod/test_kmod
 # path (test provider module) and dma=off.
 stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
 stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
-# the UCX transport under unmodified MPI programs (MPICH, Open MPI)
+# the UCX transport under unmodified MPI programs (MPICH, Open MPI),
+# natively (shm provider) and in the VM (the driver: kmod provider)
 stage ucx tests/ucx/run.sh
+stage ucx-vm vm env COOP_IN_VM=1 tests/ucx/run.sh
 stage dkms scripts/dkms-check.sh
 # benchmarks are not tests: each program once on tiny sizes
 stage bench-smoke bench/run-suite.sh smoke

@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/ucx/run.sh - the UCX transport "coop" (lib/ucx/libuct_coop.so) with
-# Debian's UCX, MPICH and Open MPI, natively (the provider coop_init picks:
-# shm without the driver).  Each check prints ok/FAIL; the last line is
-# "N passed, M failed"; exit status 1 when any failed.
+# Debian's UCX, MPICH and Open MPI, on the provider libcoopmpi picks: kmod
+# where /dev/coopmpi exists (the VM, stage ucx-vm), else shm (stage ucx).
+# Each check prints ok/FAIL; the last line is "N passed, M failed"; exit
+# status 1 when any failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -40,7 +41,8 @@ fi
 
 # 2. Unmodified MPI programs through coop, data checked; the rendezvous
 #    lane of the tag protocol is coop.
-mpich=(mpirun.mpich -np 2 -bind-to core -genv UCX_LOG_LEVEL info)
+mpich=(mpirun.mpich -np 2 -bind-to core -genv UCX_LOG_LEVEL info
+	-genv COOP_VERBOSE 1)
 ompi=(mpirun.openmpi --allow-run-as-root -np 2 --bind-to core -x UCX_LOG_LEVEL=info)
 for mpi in mpich openmpi; do
 	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
@@ -58,6 +60,14 @@ expect "mpich: NetPIPE integrity check (NPmpich2 -i, 1 B .. 4 MiB)" "$tmp/np1" \
 expect "openmpi: NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2" \
 	"$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
 	NPopenmpi -i -u 4194304 -o "$tmp/np2.out"
+
+provider=shm
+[[ -e /dev/coopmpi ]] && provider=kmod
+if grep -q "coopmpi\[[0-9]*\]: provider $provider" "$tmp/mpich"; then
+	ok "the transport ran on the $provider provider"
+else
+	nok "the transport ran on the $provider provider" "$tmp/mpich"
+fi
 
 # 3. Processes of different domains (jobs) do not reach each other by
 #    coop: UCX falls back to posix for them.
