@@ -284,6 +284,16 @@ COOP_API int coop_init_from_env(coop_context_t **ctx);
  */
 COOP_API int coop_finalize(coop_context_t *ctx);
 
+/*
+ * coop_cleanup_stale - remove the /dev/shm files of node domains whose
+ * processes all died without finalizing (killed ranks, an aborted job):
+ * a domain whose shared segments all have dead owners loses every file.
+ * Files of live domains, and of other users, stay.  Needs no context
+ * (lib/coop_info --reap is this call; scripts/coop-ucx-env runs it after
+ * the launcher).  Returns the number of files removed.
+ */
+COOP_API int coop_cleanup_stale(void);
+
 /* coop_rank / coop_size: this process's rank / the number of ranks.
  * Return COOP_SUCCESS or COOP_ERR_ARG (NULL). */
 COOP_API int coop_rank(const coop_context_t *ctx, int *rank);

@@ -376,6 +376,11 @@ int coop_thread_level(void)
 	return COOP_THREAD_SERIALIZED;
 }
 
+int coop_cleanup_stale(void)
+{
+	return coop_seg_reap(0);
+}
+
 int coop_config_print(FILE *out)
 {
 	if (!out)

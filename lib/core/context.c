@@ -184,6 +184,10 @@ void coop_core_fini(struct coop_context *ctx)
 		coop_seg_destroy(&ctx->seg);
 	if (ctx->prov.ops)
 		ctx->prov.ops->close(&ctx->prov);
+	/* a dynamic domain's last endpoint out also removes what the dead
+	 * ones left (the static job's launcher does it for its ranks) */
+	if (ctx->dynamic)
+		coop_seg_reap(ctx->key);
 	coop_pool_destroy(&ctx->reqs);
 	coop_pool_destroy(&ctx->pkts);
 	free(ctx->bslot_peer);

@@ -2,6 +2,8 @@
 /* shmseg.c - see shmseg.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,7 @@
 #include "shmseg.h"
 
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
-#define SEG_VERSION 3
+#define SEG_VERSION 4
 #define PAGE 4096ULL
 
 _Static_assert(sizeof(struct coop_seg_hdr) <= PAGE, "header page");
@@ -90,6 +92,7 @@ int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 		shm_unlink(s->name);
 		return -ENOMEM;
 	}
+	h.owner_pid = (uint32_t)getpid();
 	memcpy(m, &h, sizeof(h));
 	s->bytes = h.bytes;
 	seg_bind(s, m);
@@ -133,6 +136,82 @@ int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
 	s->bytes = h.bytes;
 	seg_bind(s, m);
 	return 0;
+}
+
+/* Is process pid alive?  A zombie is not (its parent has yet to reap
+ * it), and another user's process counts as alive. */
+static int pid_alive(pid_t pid)
+{
+	char path[32], stat[256], *p;
+	FILE *f;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 1;
+	p = fgets(stat, sizeof(stat), f) ? strrchr(stat, ')') : NULL;
+	fclose(f);
+	return !p || p[1] != ' ' || p[2] != 'Z';
+}
+
+/* Is the owner of the segment file name alive (or unknown: kept)? */
+static int seg_owner_alive(const char *path)
+{
+	struct coop_seg_hdr h;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), alive = 1;
+
+	if (fd < 0)
+		return errno != ENOENT;
+	if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    h.magic == SEG_MAGIC && h.version == SEG_VERSION && h.owner_pid)
+		alive = pid_alive((pid_t)h.owner_pid);
+	close(fd);
+	return alive;
+}
+
+/* Does any segment of the domain of file name (coopmpi-<key>-...) have
+ * a live owner? */
+static int domain_alive(const char *name)
+{
+	char pat[96];
+	glob_t g;
+	size_t i;
+	int alive = 0;
+
+	snprintf(pat, sizeof(pat), "/dev/shm/%.24s-seg-*", name);
+	if (glob(pat, 0, NULL, &g))
+		return 0;
+	for (i = 0; i < g.gl_pathc && !alive; i++)
+		alive = seg_owner_alive(g.gl_pathv[i]);
+	globfree(&g);
+	return alive;
+}
+
+int coop_seg_reap(uint64_t key)
+{
+	char pat[64];
+	glob_t g;
+	size_t i;
+	int n = 0;
+
+	if (key)
+		snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-%016llx-*",
+			 (unsigned long long)key);
+	else
+		snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-*-*");
+	if (glob(pat, 0, NULL, &g))
+		return 0;
+	for (i = 0; i < g.gl_pathc; i++) {
+		const char *name = g.gl_pathv[i] + strlen("/dev/shm/");
+
+		/* "coopmpi-" + 16 hex digits: the domain's prefix */
+		if (strlen(name) > 25 && name[24] == '-' && !domain_alive(name))
+			n += !unlink(g.gl_pathv[i]);
+	}
+	globfree(&g);
+	return n;
 }
 
 void coop_seg_publish(struct coop_seg *s, const void *addr, size_t len,

@@ -44,6 +44,8 @@ struct coop_bounce_flag {
 struct coop_seg_hdr {
 	uint32_t magic;
 	uint32_t version;
+	uint32_t owner_pid;	/* alive: the segment's endpoint may be */
+	uint32_t pad;
 	uint32_t nbounce;
 	uint32_t nwork;
 	uint64_t bounce_size;
@@ -79,6 +81,15 @@ struct coop_seg {
 int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 		    uint32_t nbounce, size_t bounce_size, uint32_t nwork);
 int coop_seg_map(struct coop_seg *s, uint64_t key, int rank);
+/*
+ * Remove /dev/shm's files of node domains whose endpoints all died: a
+ * domain (key) is stale when no segment of it has a live owner; then
+ * every "coopmpi-<key>-*" file goes (the providers' rings and counters
+ * too).  key: only that domain; 0: every domain of ours.  Returns the
+ * number of files removed.
+ */
+int coop_seg_reap(uint64_t key);
+
 /* Owner: publish our address blob under instance (not 0). */
 void coop_seg_publish(struct coop_seg *s, const void *addr, size_t len,
 		      uint32_t instance);

@@ -24,6 +24,8 @@ shm_files() { ls /dev/shm 2>/dev/null | grep -c '^coopmpi-'; }
 
 mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.mpich" &&
 	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.openmpi" &&
+	mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_kill.c -o "$tmp/kill.mpich" &&
+	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_kill.c -o "$tmp/kill.openmpi" &&
 	cc -shared -fPIC tests/ucx/version_shim.c -o "$tmp/shim.so" ||
 	{ echo "cannot build the test programs"; exit 1; }
 files_before=$(shm_files)
@@ -84,7 +86,23 @@ else
 fi
 sleep 1
 
-# 4. Nothing left behind in /dev/shm.
+# 4. A rank killed in the middle of a rendezvous: the job ends with an
+#    error within the time limit, and nothing of it stays in /dev/shm
+#    (checked below).
+for mpi in mpich openmpi; do
+	if [[ $mpi == mpich ]]; then launch=(mpirun.mpich -np 2); else
+		launch=(mpirun.openmpi --allow-run-as-root -np 2); fi
+	start=$SECONDS
+	timeout 120 "$env_run" "${launch[@]}" "$tmp/kill.$mpi" >"$tmp/kill" 2>&1
+	rc=$?
+	if ((rc != 0 && rc != 124)); then
+		ok "$mpi: a rank killed mid-rendezvous: the job fails (rc $rc) in $((SECONDS - start)) s"
+	else
+		nok "$mpi: a rank killed mid-rendezvous: the job fails, no hang (rc $rc)" "$tmp/kill"
+	fi
+done
+
+# 5. Nothing left behind in /dev/shm.
 after=$(shm_files)
 [[ $after == "$files_before" ]] && ok "no coopmpi files left in /dev/shm" ||
 	{ ls /dev/shm >"$tmp/shm"; nok "no coopmpi files left in /dev/shm ($files_before before, $after after)" "$tmp/shm"; }
