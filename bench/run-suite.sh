@@ -145,6 +145,8 @@ have_ompi=0 have_mpich=0 have_ucx=0
 ((peers)) && have mpirun.openmpi && have mpicc.openmpi && have_ompi=1
 ((peers)) && have mpirun.mpich && have mpicc.mpich && have_mpich=1
 ((peers)) && have ucx_perftest && have_ucx=1
+have_coop_ucx=0
+((peers)) && [[ -r lib/ucx/libuct_coop.so ]] && have_coop_ucx=1
 
 # ranged KIND NAME CSV SERIES COLS CMD...: one step per size range (S 1 B
 # .. 64 KiB, M 128 KiB .. 1 MiB, L 2 .. 16 MiB), each with the iteration
@@ -257,12 +259,20 @@ plan_full_osu() {
 	((have_ompi)) && ranged lat lat-openmpi latency openmpi 1 ompi -V -t lat
 	((have_mpich)) && ranged lat lat-mpich latency mpich 1 mpich -V -t lat
 	((have_ucx)) && ranged lat lat-ucx latency ucx 1 ucx lat
+	((have_ompi && have_coop_ucx)) &&
+		ranged lat lat-openmpi-coop latency openmpi-ucxcoop 1 ompi_coop -V -t lat
+	((have_mpich && have_coop_ucx)) &&
+		ranged lat lat-mpich-coop latency mpich-ucxcoop 1 mpich_coop -V -t lat
 	for p in $protos; do
 		ranged bw "bw-$p" bw "coopmpi-$p" 1 coop "$p" bench/bw
 	done
 	((have_ompi)) && ranged bw bw-openmpi bw openmpi 1 ompi -t bw
 	((have_mpich)) && ranged bw bw-mpich bw mpich 1 mpich -t bw
 	((have_ucx)) && ranged bw bw-ucx bw ucx 1 ucx bw
+	((have_ompi && have_coop_ucx)) &&
+		ranged bw bw-openmpi-coop bw openmpi-ucxcoop 1 ompi_coop -t bw
+	((have_mpich && have_coop_ucx)) &&
+		ranged bw bw-mpich-coop bw mpich-ucxcoop 1 mpich_coop -t bw
 	for p in $protos; do
 		ranged bibw "bibw-$p" bibw "coopmpi-$p" 1 coop "$p" bench/bin/bibw
 	done
@@ -280,8 +290,13 @@ plan_quick() {
 		((have_ompi)) && names+=(q-lat-ompi) lines+=("latency openmpi 8 ompi -t lat -r 5 -i 10000 8")
 		names+=(q-bw-coop) lines+=("bw coopmpi-coop 1048576,4194304 coop coop bench/bw -r 3 -i 10 1048576 4194304")
 		names+=(q-bw-rget) lines+=("bw coopmpi-rget 1048576,4194304 coop rget bench/bw -r 3 -i 10 1048576 4194304")
-		((have_ompi)) && names+=(q-bw-ompi) lines+=("bw openmpi 1048576 ompi -t bw -r 3 -i 10 1048576")
-		((have_mpich)) && names+=(q-bw-mpich) lines+=("bw mpich 1048576 mpich -t bw -r 3 -i 10 1048576")
+		((have_ompi)) && names+=(q-bw-ompi) lines+=("bw openmpi 1048576,4194304 ompi -t bw -r 3 -i 10 1048576 4194304")
+		((have_mpich)) && names+=(q-bw-mpich) lines+=("bw mpich 1048576,4194304 mpich -t bw -r 3 -i 10 1048576 4194304")
+		if ((have_coop_ucx)); then
+			((have_ompi)) && names+=(q-bw-ompi-coop) lines+=("bw openmpi-ucxcoop 4194304 ompi_coop -t bw -r 3 -i 10 4194304")
+			((have_mpich)) && names+=(q-bw-mpich-coop) lines+=("bw mpich-ucxcoop 4194304 mpich_coop -t bw -r 3 -i 10 4194304")
+			((have_mpich)) && names+=(q-lat-mpich q-lat-mpich-coop) lines+=("latency mpich 8 mpich -t lat -r 5 -i 10000 8" "latency mpich-ucxcoop 8 mpich_coop -t lat -r 5 -i 10000 8")
+		fi
 		names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
 		# every other round in reverse order: order effects cancel too
 		for ((i = 0; i < ${#names[@]}; i++)); do
@@ -392,6 +407,13 @@ plan_smoke_peers() {
 			add openmpi-lat latency openmpi 1 "$t" 1 ompi -V -t lat -i 4 -r 1 $t
 			add openmpi-bw bw openmpi 1 "$t" 1 ompi -t bw -i 2 -r 1 -w 4 $t
 			add openmpi-bibw bibw openmpi 1 "$t" 1 ompi -t bibw -i 2 -r 1 -w 4 $t
+		fi
+		if ((have_coop_ucx && have_ompi)); then
+			add openmpi-coop-bw bw openmpi-ucxcoop 1 "$t" 1 ompi_coop -t bw -i 2 -r 1 -w 4 $t
+		fi
+		if ((have_coop_ucx && have_mpich)); then
+			add mpich-coop-lat latency mpich-ucxcoop 1 "$t" 1 mpich_coop -V -t lat -i 4 -r 1 $t
+			add mpich-coop-bw bw mpich-ucxcoop 1 "$t" 1 mpich_coop -t bw -i 2 -r 1 -w 4 $t
 		fi
 		if ((have_mpich)); then
 			add mpich-lat latency mpich 1 "$t" 1 mpich -V -t lat -i 4 -r 1 $t

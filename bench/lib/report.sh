@@ -459,4 +459,10 @@ print_keys() {
 	echo "coop_vs_mpich_bw_1MiB=$(ratio bw coopmpi-coop bw mpich $M)"
 	echo "coop_vs_memcpy2_bw_1MiB=$(ratio bw coopmpi-coop limits memcpy-2T $M)"
 	echo "eager_lat_vs_ompi_8B=$(ratio latency coopmpi-auto latency openmpi 8)"
+	echo "mpich_ucxcoop_bw_4MiB_MBps=$(med bw mpich-ucxcoop $F)"
+	echo "ompi_ucxcoop_bw_4MiB_MBps=$(med bw openmpi-ucxcoop $F)"
+	echo "mpich_ucxcoop_lat_8B_us=$(med latency mpich-ucxcoop 8)"
+	echo "ucxcoop_vs_ucxcma_bw_4MiB=$(ratio bw mpich-ucxcoop bw mpich $F)"
+	echo "ompi_ucxcoop_vs_ompi_vader_bw_4MiB=$(ratio bw openmpi-ucxcoop bw openmpi $F)"
+	echo "mpich_ucxcoop_lat_8B_vs_default=$(ratio latency mpich-ucxcoop latency mpich 8)"
 }

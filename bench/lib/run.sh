@@ -34,6 +34,23 @@ mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
 	timeout -k 5 "$tmo" mpirun.mpich -np 2 "${bind[@]}" bench/bin/mpi_peer.mpich "$@"
 }
 
+# ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through UCX
+# with the coop transport (scripts/coop-ucx-env: UCX_TLS=self,posix,coop;
+# Open MPI's pml ucx)
+ompi_coop() {
+	local bind=()
+	((ncpu >= 2)) && bind=(--bind-to core)
+	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root \
+		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
+}
+
+mpich_coop() {
+	local bind=()
+	((ncpu >= 2)) && bind=(-bind-to core)
+	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.mpich -np 2 "${bind[@]}" \
+		bench/bin/mpi_peer.mpich "$@"
+}
+
 # ucx TEST ITERS SIZES...: ucx_perftest tag_lat/tag_bw, server and client
 # on this machine (loopback TCP only for the bootstrap); prints "size us"
 # (one-way latency: UCX halves the round trip) or "size MB/s" (UCX reports

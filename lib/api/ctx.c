@@ -25,6 +25,8 @@ struct lib_blob {
 	uint32_t prov_len;
 	uint64_t cfg_hash;
 	char prov[8];
+	uint32_t instance;	/* dynamic endpoints: which one of the rank */
+	uint32_t pad;
 };
 
 static int check_params(const coop_init_params_t *p, coop_context_t **ctx)
@@ -110,6 +112,7 @@ int coop_address(coop_context_t *ctx, void *blob, size_t *len)
 	h.size = (uint32_t)ctx->size;
 	h.prov_len = (uint32_t)plen;
 	h.cfg_hash = ctx->cfg_hash;
+	h.instance = ctx->instance;
 	strncpy(h.prov, ctx->prov.ops->name, sizeof(h.prov) - 1);
 	memcpy(blob, &h, sizeof(h));
 	*len = sizeof(h) + plen;
@@ -157,15 +160,17 @@ static int connect_self(struct coop_context *ctx)
 {
 	char blob[COOP_ADDR_MAX_LEN];
 	size_t len = sizeof(blob);
-	int rc = coop_address(ctx, blob, &len);
+	int rc;
 
+	ctx->instance = (uint32_t)(coop_now_ns() ^ (uint64_t)getpid() << 16) |
+			1;
+	rc = coop_address(ctx, blob, &len);
 	if (!rc)
 		rc = connect_peer(ctx, ctx->rank, blob);
 	if (rc)
 		return rc;
+	ctx->peers[ctx->rank].instance = ctx->instance;
 	coop_core_connected(ctx);
-	ctx->instance = (uint32_t)(coop_now_ns() ^ (uint64_t)getpid() << 16) |
-			1;
 	coop_seg_publish(&ctx->seg, blob, len, ctx->instance);
 	return COOP_SUCCESS;
 }
@@ -227,9 +232,18 @@ int coop_connect_peer(coop_context_t *ctx, const void *blob, size_t len,
 	if (rc)
 		return rc;
 	*rank = (int)h->rank;
-	if (ctx->peers[*rank].connected)
-		return COOP_SUCCESS;	/* a second connection: the same */
-	return connect_peer(ctx, *rank, blob);
+	if (ctx->peers[*rank].connected) {
+		if (ctx->peers[*rank].instance == h->instance &&
+		    !ctx->peers[*rank].dead)
+			return COOP_SUCCESS;	/* the same endpoint again */
+		if (*rank == ctx->rank)
+			return COOP_ERR_ARG;	/* not ours: a stale address */
+		coop_core_disconnect_peer(ctx, *rank);	/* taken over */
+	}
+	rc = connect_peer(ctx, *rank, blob);
+	if (!rc)
+		ctx->peers[*rank].instance = h->instance;
+	return rc;
 }
 
 static void log_settings(struct coop_context *ctx)

@@ -147,6 +147,18 @@ int coop_core_connect_peer(struct coop_context *ctx, int r, const void *blob,
 	return COOP_SUCCESS;
 }
 
+void coop_core_disconnect_peer(struct coop_context *ctx, int r)
+{
+	struct coop_peer *pe = &ctx->peers[r];
+
+	coop_peer_gone_now(ctx, r);
+	ctx->prov.ops->disconnect(&ctx->prov, r);
+	coop_seg_unmap(&pe->seg);
+	memset(pe, 0, sizeof(*pe));
+	dlist_init(&pe->backlog);
+	ctx->nconnected--;
+}
+
 void coop_core_connected(struct coop_context *ctx)
 {
 	/* Only now: kmod finds a rank's slot (ours too) by its connection. */

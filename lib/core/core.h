@@ -274,6 +274,7 @@ struct coop_peer {
 	int said_bye;		/* finalized cleanly (PKT_BYE) */
 	int copy_ok;
 	int connected;		/* its ring and segment are mapped */
+	uint32_t instance;	/* dynamic: which endpoint of its rank */
 };
 
 struct coop_context {
@@ -332,6 +333,8 @@ COOP_HIDDEN int coop_progress_once(struct coop_context *ctx);
 /* Called in a blocked loop when progress found nothing to do. */
 COOP_HIDDEN void coop_idle(struct coop_context *ctx);
 COOP_HIDDEN void coop_peer_failed(struct coop_context *ctx, int peer);
+/* The peer is gone for good now: what depends on it fails at once. */
+COOP_HIDDEN void coop_peer_gone_now(struct coop_context *ctx, int peer);
 COOP_HIDDEN void coop_check_peers(struct coop_context *ctx);
 COOP_HIDDEN void coop_hdr_init(struct coop_context *ctx,
 			       struct coop_pkt_hdr *h, uint8_t type,
@@ -349,6 +352,9 @@ COOP_HIDDEN int coop_core_init(struct coop_context *ctx, int dynamic);
 /* ... of coop_connect: connect and map rank r from its provider blob. */
 COOP_HIDDEN int coop_core_connect_peer(struct coop_context *ctx, int r,
 				       const void *blob, size_t len);
+/* Dynamic: rank's endpoint was taken over: fail what depends on the old
+ * one, unmap it; coop_core_connect_peer() may follow. */
+COOP_HIDDEN void coop_core_disconnect_peer(struct coop_context *ctx, int r);
 /* ... after all peers are connected. */
 COOP_HIDDEN void coop_core_connected(struct coop_context *ctx);
 /* Finalize: send what is backlogged, then PKT_BYE to every live peer. */

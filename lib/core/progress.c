@@ -220,6 +220,17 @@ static void handle_death(struct coop_context *ctx, int peer)
 	coop_seg_work_free_peer(&ctx->seg, peer);
 }
 
+void coop_peer_gone_now(struct coop_context *ctx, int peer)
+{
+	struct coop_peer *pe = &ctx->peers[peer];
+
+	coop_peer_failed(ctx, peer);
+	if (!pe->death_handled) {
+		pe->death_handled = 1;
+		handle_death(ctx, peer);
+	}
+}
+
 static void process_deaths(struct coop_context *ctx)
 {
 	union coop_pkt pkt;

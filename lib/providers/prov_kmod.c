@@ -184,6 +184,16 @@ static int kmod_connect(struct coop_provider *p, int rank, const void *blob,
 	return 0;
 }
 
+static void kmod_disconnect(struct coop_provider *p, int rank)
+{
+	struct kmod_priv *k = p->priv;
+	struct kmod_peer *pe = &k->peers[rank];
+
+	if (pe->map)
+		munmap(pe->map, k->info.ring_bytes);
+	memset(pe, 0, sizeof(*pe));
+}
+
 static void kmod_close(struct coop_provider *p)
 {
 	struct kmod_priv *k = p->priv;
@@ -193,8 +203,7 @@ static void kmod_close(struct coop_provider *p)
 		return;
 	kmod_dma_close(k->dma);	/* its copies use the fd and our memory */
 	for (i = 0; k->peers && i < p->nranks; i++)
-		if (k->peers[i].map)
-			munmap(k->peers[i].map, k->info.ring_bytes);
+		kmod_disconnect(p, i);
 	if (k->own_map)
 		munmap(k->own_map, k->info.ring_bytes);
 	if (k->cnt_map)
@@ -368,6 +377,7 @@ const struct coop_provider_ops coop_provider_kmod = {
 	.open = kmod_open_ep,
 	.address = kmod_address,
 	.connect = kmod_connect,
+	.disconnect = kmod_disconnect,
 	.close = kmod_close,
 	.send_msg = kmod_send_msg,
 	.poll_msg = kmod_poll_msg,

@@ -391,6 +391,18 @@ static int shm_connect(struct coop_provider *p, int rank, const void *blob,
 	return 0;
 }
 
+static void shm_disconnect(struct coop_provider *p, int rank)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_peer *pe = &s->peers[rank];
+
+	if (pe->map)
+		munmap(pe->map, pe->bytes);
+	if (pe->pidfd > 0)
+		close(pe->pidfd);
+	memset(pe, 0, sizeof(*pe));
+}
+
 static void shm_close(struct coop_provider *p)
 {
 	struct shm_priv *s = p->priv;
@@ -398,12 +410,8 @@ static void shm_close(struct coop_provider *p)
 
 	if (!s)
 		return;
-	for (i = 0; s->peers && i < p->nranks; i++) {
-		if (s->peers[i].map)
-			munmap(s->peers[i].map, s->peers[i].bytes);
-		if (s->peers[i].pidfd > 0)
-			close(s->peers[i].pidfd);
-	}
+	for (i = 0; s->peers && i < p->nranks; i++)
+		shm_disconnect(p, i);
 	if (s->own_map) {
 		struct coopmpi_ring_hdr *h = s->own_map;
 
@@ -571,6 +579,7 @@ static struct coopmpi_offload_counters *shm_offload(struct coop_provider *p)
 const struct coop_provider_ops coop_provider_shm = {
 	.name = "shm",
 	.open = shm_open_ep,
+	.disconnect = shm_disconnect,
 	.address = shm_address,
 	.connect = shm_connect,
 	.close = shm_close,

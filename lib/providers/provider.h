@@ -72,6 +72,9 @@ struct coop_provider_ops {
 	/* Make peer rank reachable from its blob. */
 	int (*connect)(struct coop_provider *p, int rank, const void *blob,
 		       size_t len);
+	/* Forget peer rank (its endpoint was taken over: dynamic domains);
+	 * connect() may follow with the new one's blob. */
+	void (*disconnect)(struct coop_provider *p, int rank);
 	void (*close)(struct coop_provider *p);
 
 	/* Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair). */

@@ -415,6 +415,75 @@ static int dynamic_reuse_rank(coop_context_t *ctx, int rank, int size,
 	return 0;
 }
 
+/* A child endpoint: sends its short address up the pipe, connects with
+ * the sender of the first message (its short address is the message)
+ * and sends it back, then finalizes. */
+static void echo_child(int fd)
+{
+	coop_context_t *d = dyn_init();
+	struct got_msg g = { 0 };
+	char addr[COOP_ADDR_SHORT_LEN];
+	size_t len = sizeof(addr);
+	int peer;
+
+	T_OK(coop_msg_set_handler(d, on_msg, &g));
+	T_OK(coop_address_short(d, addr, &len));
+	T_ASSERT(write(fd, addr, len) == (ssize_t)len, "pipe");
+	while (!g.n)
+		T_OK(coop_progress(d));
+	T_OK(coop_connect_peer(d, g.data, g.len, &peer));
+	T_ASSERT(peer == g.src, "the sender's address");
+	T_OK(coop_msg_send(d, peer, g.data, g.len));
+	T_OK(coop_finalize(d));
+	_exit(0);
+}
+
+/* Connect d to a new echo child and exchange a message: its rank. */
+static int echo_round(coop_context_t *d)
+{
+	struct got_msg g = { 0 };
+	char addr[COOP_ADDR_SHORT_LEN], mine[COOP_ADDR_SHORT_LEN];
+	size_t len = sizeof(mine);
+	int fd[2], peer, st;
+	pid_t pid;
+
+	T_ASSERT(!pipe(fd), "pipe");
+	pid = fork();
+	if (!pid)
+		echo_child(fd[1]);
+	T_ASSERT(read(fd[0], addr, sizeof(addr)) == sizeof(addr), "addr");
+	T_OK(coop_connect_peer(d, addr, sizeof(addr), &peer));
+	T_OK(coop_msg_set_handler(d, on_msg, &g));
+	T_OK(coop_address_short(d, mine, &len));
+	T_OK(coop_msg_send(d, peer, mine, len));
+	while (!g.n)
+		T_OK(coop_progress(d));
+	T_ASSERT(g.src == peer && g.len == len && !memcmp(g.data, mine, len),
+		 "echo");
+	T_ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		 !WEXITSTATUS(st), "child");
+	close(fd[0]);
+	close(fd[1]);
+	return peer;
+}
+
+/* A rank's endpoint finalizes and a new process takes it over: connecting
+ * its short address again reaches the new one, not the old mapping. */
+static int dynamic_reconnect_rank(coop_context_t *ctx, int rank, int size,
+				  void *arg)
+{
+	coop_context_t *d = dyn_init();
+	int first, second;
+
+	(void)ctx, (void)rank, (void)size, (void)arg;
+	first = echo_round(d);
+	second = echo_round(d);
+	T_ASSERT(first == second, "the rank was reused: %d, %d", first,
+		 second);
+	T_OK(coop_finalize(d));
+	return 0;
+}
+
 static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
 static const int writer_present = 0, writer_absent = 1;
 
@@ -434,6 +503,7 @@ static const struct {
 static const rank_fn dynamic_cases[] = {
 	dynamic_files_rank,
 	dynamic_reuse_rank,
+	dynamic_reconnect_rank,
 };
 
 START_TEST(test_xfer)
