@@ -82,6 +82,9 @@ stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
 # natively (shm provider) and in the VM (the driver: kmod provider)
 stage ucx tests/ucx/run.sh
 stage ucx-vm vm env COOP_IN_VM=1 tests/ucx/run.sh
+# UCX's own gtest (built once from Debian's source, cached): coop's UCT
+# tests and UCP's tag tests over posix,coop,self
+stage ucx-gtest tests/ucx/gtest.sh
 stage dkms scripts/dkms-check.sh
 # benchmarks are not tests: each program once on tiny sizes
 stage bench-smoke bench/run-suite.sh smoke
