@@ -19,8 +19,8 @@ die() {
 (($# == 1)) || die "usage: deb-src.sh PACKAGE (an installed binary package)"
 pkg=$1
 cache=${COOP_CACHE:-/var/cache/coopmpi}
-version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) && [[ -n $version ]] ||
-	die "$pkg is not installed (run scripts/deps.sh)"
+version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || version=
+[[ -n $version ]] || die "$pkg is not installed (run scripts/deps.sh)"
 src_name=$(dpkg-query -W -f='${source:Package}' "$pkg")
 name=$src_name-$version
 tree=$cache/$name

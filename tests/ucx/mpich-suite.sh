@@ -27,8 +27,8 @@ cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 
 list=tests/ucx/mpich-suite.list
-default_timeout=${COOP_SUITE_TIMEOUT:-30}
-mode=coop mpis=(mpich openmpi) only= all=0 logs= candidates=0
+default_timeout=${COOP_SUITE_TIMEOUT:-20}
+mode=coop mpis=(mpich openmpi) only='' all=0 logs='' candidates=0
 while (($#)); do
 	case $1 in
 	--baseline) mode=baseline ;;
@@ -148,7 +148,9 @@ conf_opts=(--disable-fortran --disable-cxx --disable-romio --disable-spawn
 	--disable-dependency-tracking --enable-threads=single)
 # MPI-1 functions removed from Open MPI's mpi.h (still in the library) are
 # used by the suite's dtpools; declare them again.
+# shellcheck disable=SC2034 # used through the nameref env_ref
 conf_env_openmpi=(CPPFLAGS=-DOMPI_OMIT_MPI1_COMPAT_DECLS=0)
+# shellcheck disable=SC2034
 conf_env_mpich=()
 
 # build MPI: prints the build directory; compiles the programs to run
@@ -167,7 +169,7 @@ build() {
 			rm -rf "$bdir"
 			mkdir -p "$bdir" || exit 1
 			echo "mpich-suite: configuring the suite for $mpicc in $bdir" >&2
-			if ! (cd "$bdir" && "$suite/configure" MPICC=$mpicc "${env_ref[@]}" \
+			if ! (cd "$bdir" && "$suite/configure" MPICC="$mpicc" "${env_ref[@]}" \
 				"${conf_opts[@]}" && make -C util -j2 && make -C dtpools -j2) \
 				>"$bdir.log" 2>&1; then
 				tail -30 "$bdir.log" >&2
@@ -193,22 +195,20 @@ build() {
 	echo "$bdir"
 }
 
-launch() { # MPI NP: the launcher command line for this mode
+# launch MPI NP: the launcher command line for this mode in ${cmd[@]}
+launch() {
 	local mpi=$1 np=$2
-	if [[ $mode == coop ]]; then
-		if [[ $mpi == mpich ]]; then
-			echo scripts/coop-ucx-env mpirun.mpich -np "$np"
-		else
-			echo scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np"
-		fi
+	if [[ $mode == coop && $mpi == mpich ]]; then
+		cmd=("$root/scripts/coop-ucx-env" mpirun.mpich -np "$np")
+	elif [[ $mode == coop ]]; then
+		cmd=("$root/scripts/coop-ucx-env" mpirun.openmpi --allow-run-as-root
+			--oversubscribe -np "$np")
+	elif [[ $mpi == mpich ]]; then
+		cmd=(mpirun.mpich -genv UCX_TLS "self,posix,cma" -np "$np")
 	else
-		if [[ $mpi == mpich ]]; then
-			echo mpirun.mpich -genv UCX_TLS self,posix,cma -np "$np"
-		else
-			echo mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ucx \
-				--mca pml_ucx_tls any --mca pml_ucx_devices any \
-				-x UCX_TLS=self,posix,cma -np "$np"
-		fi
+		cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ucx
+			--mca pml_ucx_tls any --mca pml_ucx_devices any
+			-x "UCX_TLS=self,posix,cma" -np "$np")
 	fi
 }
 
@@ -242,9 +242,10 @@ for mpi in "${mpis[@]}"; do
 			nok "$what: not built (see $bdir.make.log)" "$log"
 			continue
 		fi
-		# shellcheck disable=SC2046
+		launch "$mpi" "$np"
 		t0=$EPOCHREALTIME
-		(cd "$tmp" && timeout -k 5 "${L_timeout[i]}" $(launch "$mpi" "$np") \
+		# shellcheck disable=SC2086 # the arguments are words
+		(cd "$tmp" && timeout -k 5 "${L_timeout[i]}" "${cmd[@]}" \
 			"$prog" ${L_args[i]}) </dev/null >"$log" 2>&1
 		rc=$?
 		t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -271,7 +272,8 @@ for mpi in "${mpis[@]}"; do
 		else
 			info=(-x UCX_LOG_LEVEL=info)
 		fi
-		(cd "$tmp" && timeout -k 5 60 $(launch "$mpi" 2) "${info[@]}" \
+		launch "$mpi" 2
+		(cd "$tmp" && timeout -k 5 60 "${cmd[@]}" "${info[@]}" \
 			"$bdir/$probe") </dev/null >"$tmp/info" 2>&1
 		if grep -q '^ *No Errors' "$tmp/info" &&
 			grep -qE 'ep_cfg\[[0-9]+\]: tag\([^)]*coop/memory' "$tmp/info"; then
