@@ -235,7 +235,7 @@ for mpi in "${mpis[@]}"; do
 		np=${L_np[i]}
 		log=$tmp/log
 		[[ -z $logs ]] || log=$logs/$mpi-${name//\//-}.log
-		what="$mpi: $name (np $np${L_args[i]:+,${L_args[i]}})"
+		what="$mpi: $name (np $np${L_args[i]:+: ${L_args[i]}})"
 		prog=$bdir/$name
 		if [[ ! -x $prog ]]; then
 			grep -E "(error|undefined).*" "$bdir.make.log" | grep -F "/${name#*/}." | head -5 >"$log"
