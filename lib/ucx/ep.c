@@ -52,6 +52,7 @@ UCS_CLASS_INIT_FUNC(uct_coop_ep_t, const uct_ep_params_t *params)
 	UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
 	UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
 	ucs_list_head_init(&self->flushes);
+	self->outstanding = 0;
 	rc = coop_connect_peer(iface->md->ctx, a->addr, sizeof(a->addr),
 			       &self->peer);
 	if (rc) {
