@@ -161,6 +161,79 @@ COOP_API int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb,
  * COOP_ERR_NOMEM. */
 COOP_API int coop_msg_send(coop_context_t *ctx, int peer, const void *msg,
 			   size_t len);
+/*
+ * coop_msg_queued - how many of our messages to peer wait in the backlog
+ * for ring space (a transport with back-pressure sends no more until it
+ * is 0).  Returns the count, or -COOP_ERR_* (as coop_msg_send;
+ * -COOP_ERR_PEER_DEAD once the peer is known to be gone).
+ */
+COOP_API int coop_msg_queued(coop_context_t *ctx, int peer);
+
+/*
+ * Messages with a payload: a header of up to COOP_MSG_DATA_HDR_MAX bytes
+ * travels in the mailbox packet, up to coop_msg_data_max() bytes in one
+ * of the sender's shared bounce slots, which the sender fills in place
+ * (no copy of its own) and the receiver's handler reads in place.  In
+ * order with the plain messages.  The slot is free again when the
+ * receiver's handler returned, or when the receiver died.
+ *
+ *   coop_msg_buf_get(ctx, peer, &b);    write up to b.max bytes at b.data
+ *   coop_msg_buf_send(ctx, peer, &b, hdr, hlen, len);
+ *   receiver: data_cb(arg, src, hdr, hlen, data, len)
+ */
+#define COOP_MSG_DATA_HDR_MAX 40
+typedef struct coop_msg_buf {
+	void *data;		/* where the payload goes */
+	size_t max;		/* its room: coop_msg_data_max() */
+	uint32_t slot;		/* which bounce slot */
+	uint32_t reserved;	/* zero */
+} coop_msg_buf_t;
+/* The largest payload of one message (the bounce slot size, set by
+ * COOP_EAGER_MAX), 0 when ctx is not connected. */
+COOP_API size_t coop_msg_data_max(coop_context_t *ctx);
+/* coop_msg_buf_get - a bounce slot for a message to peer.  Returns
+ * COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_STATE,
+ * COOP_ERR_PEER_DEAD, COOP_ERR_NOMEM (all slots in flight: progress lets
+ * receivers free them; retry then). */
+COOP_API int coop_msg_buf_get(coop_context_t *ctx, int peer,
+			      coop_msg_buf_t *buf);
+/* coop_msg_buf_send - send the first len bytes of buf (taken for peer)
+ * with hlen header bytes; buf is the receiver's afterwards.  Returns
+ * COOP_SUCCESS; on COOP_ERR_ARG (not a slot got for peer, len > max,
+ * hlen > COOP_MSG_DATA_HDR_MAX), COOP_ERR_RANK, COOP_ERR_STATE,
+ * COOP_ERR_PEER_DEAD or COOP_ERR_NOMEM buf stays the caller's. */
+COOP_API int coop_msg_buf_send(coop_context_t *ctx, int peer,
+			       coop_msg_buf_t *buf, const void *hdr,
+			       size_t hlen, size_t len);
+/* coop_msg_buf_put - give back a slot that will not be sent.  Returns
+ * COOP_SUCCESS, COOP_ERR_ARG (not ours), COOP_ERR_STATE. */
+COOP_API int coop_msg_buf_put(coop_context_t *ctx, coop_msg_buf_t *buf);
+/* Called once per message with a payload; hdr and data are valid only
+ * during the call (data is in the sender's memory: copy what is kept). */
+typedef void (*coop_msg_data_cb_t)(void *arg, int src, const void *hdr,
+				   size_t hlen, const void *data, size_t len);
+/* coop_msg_set_data_handler - the handler of messages with a payload
+ * (NULL: dropped with a line on stderr).  Returns COOP_SUCCESS,
+ * COOP_ERR_ARG. */
+COOP_API int coop_msg_set_data_handler(coop_context_t *ctx,
+				       coop_msg_data_cb_t cb, void *arg);
+
+/*
+ * Peers that went: the handler runs once per connected peer, from a
+ * progress step, when the peer finalized (crashed = 0: it said goodbye)
+ * or died (crashed = 1: noticed by the periodic liveness check, a failed
+ * copy, or coop_peer_check).  Its messages sent before are delivered
+ * first; its copy jobs have failed.
+ */
+typedef void (*coop_peer_cb_t)(void *arg, int peer, int crashed);
+/* coop_msg_set_peer_handler - set it (NULL: none).  Returns COOP_SUCCESS,
+ * COOP_ERR_ARG, COOP_ERR_NOMEM (the context's callback table is full). */
+COOP_API int coop_msg_set_peer_handler(coop_context_t *ctx,
+				       coop_peer_cb_t cb, void *arg);
+/* coop_peer_check - ask the provider now whether peer lives.  Returns
+ * COOP_SUCCESS (alive), COOP_ERR_PEER_DEAD (the handler will run at the
+ * next progress step), COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_STATE. */
+COOP_API int coop_peer_check(coop_context_t *ctx, int peer);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mpi.h"
+#include "xfer_int.h"
 
 #define BLOB_MAGIC 0x434f4f50U	/* "COOP" */
 
@@ -71,6 +72,8 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 		rc = coop_proto_layer_init(ctx);
 	if (!rc)
 		rc = coop_mpi_layer_init(ctx);
+	if (!rc)
+		coop_msg_layer_init(ctx);
 	if (!rc) {
 		ctx->cfg_hash = coop_config_hash(&ctx->cfg,
 						 ctx->prov.ops->name);

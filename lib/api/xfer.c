@@ -11,24 +11,24 @@
 
 #include "mpi.h"
 #include "coopmpi_xfer.h"
+#include "xfer_int.h"
 
 _Static_assert(sizeof(coop_rkey_t) == sizeof(struct coop_rkey), "rkey");
-_Static_assert(COOP_MSG_MAX == PKT_INLINE_MAX, "one packet");
 _Static_assert(COOP_ACCESS_READ == COOPMPI_REGION_READ &&
 	       COOP_ACCESS_WRITE == COOPMPI_REGION_WRITE, "access bits");
 
 #define ACCESS_BITS (COOP_ACCESS_READ | COOP_ACCESS_WRITE)
 
-static int check_ctx(const struct coop_context *ctx)
+int coop_xfer_check_ctx(const struct coop_context *ctx)
 {
 	if (!ctx)
 		return COOP_ERR_ARG;
 	return ctx->connected ? COOP_SUCCESS : COOP_ERR_STATE;
 }
 
-static int check_peer(const struct coop_context *ctx, int peer)
+int coop_xfer_check_peer(const struct coop_context *ctx, int peer)
 {
-	int rc = check_ctx(ctx);
+	int rc = coop_xfer_check_ctx(ctx);
 
 	if (rc)
 		return rc;
@@ -41,7 +41,7 @@ int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
 		 unsigned access, coop_rkey_t *key)
 {
 	struct coop_rkey k;
-	int rc = check_ctx(ctx);
+	int rc = coop_xfer_check_ctx(ctx);
 
 	if (rc)
 		return rc;
@@ -95,7 +95,7 @@ static int check_params(struct coop_context *ctx, const coop_xfer_params_t *p)
 
 	if (!p || p->size != sizeof(*p))
 		return COOP_ERR_ARG;
-	rc = check_peer(ctx, p->peer);
+	rc = coop_xfer_check_peer(ctx, p->peer);
 	if (rc)
 		return rc;
 	for (i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]); i++)
@@ -160,7 +160,7 @@ int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
 int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
 			 size_t split, uint32_t *slot)
 {
-	int rc = check_peer(ctx, peer), s;
+	int rc = coop_xfer_check_peer(ctx, peer), s;
 
 	if (rc)
 		return rc;
@@ -176,7 +176,7 @@ int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
 
 int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
 {
-	int rc = check_peer(ctx, peer);
+	int rc = coop_xfer_check_peer(ctx, peer);
 
 	if (rc)
 		return rc;
@@ -189,7 +189,7 @@ int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
 int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
 {
 	uint64_t now = coop_now_ns(), ls;
-	int rc = check_peer(ctx, peer);
+	int rc = coop_xfer_check_peer(ctx, peer);
 
 	if (rc)
 		return rc;
@@ -200,41 +200,4 @@ int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
 		coop_load_level_share(ls, coop_load_score(ctx, ctx->rank, now),
 				      len), len);
 	return COOP_SUCCESS;
-}
-
-static void on_user_msg(struct coop_context *ctx, const union coop_pkt *p)
-{
-	if (!ctx->msg_cb) {
-		coop_log(ctx->rank, "message from %u dropped: no handler",
-			 p->h.src);
-		return;
-	}
-	ctx->msg_cb(ctx->msg_arg, p->h.src, p->eager.data,
-		    COOP_MIN(p->h.ilen, (size_t)PKT_INLINE_MAX));
-}
-
-int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb, void *arg)
-{
-	if (!ctx)
-		return COOP_ERR_ARG;
-	ctx->msg_cb = cb;
-	ctx->msg_arg = arg;
-	coop_am_register(ctx, PKT_USER, on_user_msg);
-	return COOP_SUCCESS;
-}
-
-int coop_msg_send(coop_context_t *ctx, int peer, const void *msg, size_t len)
-{
-	union coop_pkt pkt;
-	int rc = check_peer(ctx, peer);
-
-	if (rc)
-		return rc;
-	if ((len && !msg) || len > COOP_MSG_MAX)
-		return COOP_ERR_ARG;
-	coop_hdr_init(ctx, &pkt.h, PKT_USER, 0, 0);
-	pkt.h.ilen = (uint8_t)len;
-	if (len)
-		memcpy(pkt.eager.data, msg, len);
-	return coop_send_pkt(ctx, peer, &pkt);
 }

@@ -73,7 +73,8 @@ static int init_segment(struct coop_context *ctx)
 		return COOP_ERR_NOMEM;
 	}
 	ctx->bslot_peer = calloc(cfg->bounce_slots, sizeof(uint16_t));
-	if (!ctx->bslot_peer)
+	ctx->bslot_user = calloc(cfg->bounce_slots, 1);
+	if (!ctx->bslot_peer || !ctx->bslot_user)
 		return COOP_ERR_NOMEM;
 	return COOP_SUCCESS;
 }
@@ -203,5 +204,6 @@ void coop_core_fini(struct coop_context *ctx)
 	coop_pool_destroy(&ctx->reqs);
 	coop_pool_destroy(&ctx->pkts);
 	free(ctx->bslot_peer);
+	free(ctx->bslot_user);
 	free(ctx->peers);
 }

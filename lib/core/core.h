@@ -289,6 +289,7 @@ struct coop_context {
 	struct coop_seg seg;
 	struct coop_peer *peers;
 	uint16_t *bslot_peer;	/* bounce slot -> peer it was lent to */
+	uint8_t *bslot_user;	/* 1: coop_msg_buf_get's, not sent yet */
 	struct coop_pool reqs, pkts;
 	struct dlist jobs;	/* active copy jobs, oldest first */
 	struct dlist inflight;	/* active requests */
@@ -311,9 +312,15 @@ struct coop_context {
 	coop_peer_gone_cb peer_gone[COOP_PEER_GONE_MAX];
 	unsigned npeer_gone;
 	struct coop_upcalls up;
-	/* the application's handler of PKT_USER (coop_msg_set_handler) */
+	/* the application's handlers (api/msg.c): PKT_USER, PKT_USER_DATA,
+	 * peers that went */
 	void (*msg_cb)(void *arg, int src, const void *msg, size_t len);
 	void *msg_arg;
+	void (*data_cb)(void *arg, int src, const void *hdr, size_t hlen,
+			const void *data, size_t len);
+	void *data_arg;
+	void (*peer_cb)(void *arg, int peer, int crashed);
+	void *peer_arg;
 	/* their state */
 	struct coop_proto_state *proto;
 	struct coop_mpi_state *mpi;

@@ -192,6 +192,7 @@ static void reclaim_bounce(struct coop_context *ctx, int peer)
 
 	for (i = 0; i < ctx->seg.hdr->nbounce; i++)
 		if (ctx->bslot_peer[i] == (uint16_t)peer &&
+		    !ctx->bslot_user[i] &&
 		    __atomic_load_n(&ctx->seg.flags[i].busy, __ATOMIC_ACQUIRE))
 			coop_seg_bounce_free(&ctx->seg, i);
 }

@@ -27,6 +27,7 @@ enum coop_pkt_type {
 	PKT_REVOKE_REPLY,	/* sender's answer to REVOKE */
 	PKT_BYE,		/* the sender finalized: a clean exit */
 	PKT_USER,		/* coop_msg_send(): the application's bytes */
+	PKT_USER_DATA,		/* coop_msg_buf_send(): header + bounce slot */
 	PKT_TYPE_MAX
 };
 
@@ -81,6 +82,15 @@ struct coop_pkt_eager_bb {
 	uint32_t slot;		/* index in the sender's bounce pool */
 	uint32_t sreq;		/* SYNC: sender request id */
 	uint64_t len;
+};
+
+/* A message with a payload in one of the sender's bounce slots; the
+ * header's ilen is the length of hdr. */
+struct coop_pkt_user_data {
+	struct coop_pkt_hdr h;
+	uint32_t slot;
+	uint32_t len;
+	uint8_t hdr[PKT_BODY - 8];
 };
 
 struct coop_pkt_rts {
@@ -148,6 +158,7 @@ union coop_pkt {
 	struct coop_pkt_hdr h;
 	struct coop_pkt_eager eager;
 	struct coop_pkt_eager_bb bb;
+	struct coop_pkt_user_data udata;
 	struct coop_pkt_rts rts;
 	struct coop_pkt_cts cts;
 	struct coop_pkt_rtr rtr;

@@ -40,8 +40,10 @@
 #include "util.h"
 
 #define SHM_BLOB_MAGIC 0x53484d31U	/* "SHM1" */
-#define SHM_DYNAMIC_MAX 256	/* endpoints of a dynamic domain, as the
-				 * driver's default max_endpoints */
+#define SHM_DYNAMIC_MAX 1024	/* endpoints of a dynamic domain: every
+				 * UCX context of a 256-core node's
+				 * ranks, and some spare (files and
+				 * pages are made per endpoint in use) */
 
 struct shm_blob {
 	uint32_t magic;

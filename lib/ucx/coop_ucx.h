@@ -53,6 +53,9 @@ typedef struct uct_coop_op {
 	uint32_t slot;		/* helping: the peer's work slot */
 } uct_coop_op_t;
 
+/* Interfaces of one md share its endpoint; messages name theirs. */
+#define UCT_COOP_MAX_IFACES 16
+
 typedef struct uct_coop_md {
 	uct_md_t super;
 	char *domain;
@@ -61,7 +64,20 @@ typedef struct uct_coop_md {
 	ucs_list_link_t regs;
 	unsigned nunused;	/* cached registrations without refs */
 	ucs_list_link_t ops;
+	struct uct_coop_iface *ifaces[UCT_COOP_MAX_IFACES];
+	struct uct_coop_iface *progressing;	/* whose progress runs now */
 } uct_coop_md_t;
+
+/*
+ * The transport's messages through the md's endpoint: the first byte
+ * says which.  Active messages name the receiving interface of the
+ * peer's md; HELP/DONE (ep.c) concern the md's regions.
+ */
+enum {
+	UCT_COOP_MSG_HELP = 1,	/* a reader asks the writer to help */
+	UCT_COOP_MSG_DONE = 2,	/* the writer's help ended */
+	UCT_COOP_MSG_AM = 3,	/* an active message (am.c) */
+};
 
 typedef struct uct_coop_iface_config {
 	uct_sm_iface_config_t super;
@@ -71,21 +87,33 @@ typedef struct uct_coop_iface_config {
 typedef struct uct_coop_iface {
 	uct_sm_iface_t super;
 	uct_coop_md_t *md;
+	uint8_t id;		/* in md->ifaces */
 	size_t coop_min;
+	ucs_list_link_t eps;	/* uct_coop_ep_t */
+	unsigned npending;	/* eps with pending requests */
+	unsigned ncheck_failed;	/* eps with check_failed */
+	ucs_queue_head_t rxq;	/* AMs another interface's progress got */
 } uct_coop_iface_t;
 
-/* An interface's address: its domain and its short libcoopmpi address
- * (UCP packs at most 63 bytes). */
+/* An interface's address: its domain, its short libcoopmpi address
+ * (UCP packs at most 63 bytes) and which interface of that endpoint. */
 typedef struct uct_coop_iface_addr {
 	uint64_t key;
 	uint8_t addr[COOP_ADDR_SHORT_LEN];
+	uint8_t iface;
 } UCS_S_PACKED uct_coop_iface_addr_t;
 
 typedef struct uct_coop_ep {
 	uct_base_ep_t super;
 	int peer;		/* its rank in the domain */
+	uint8_t peer_iface;	/* its interface there */
+	uint8_t failed;		/* the peer died: reported, ops refused */
+	uint8_t dispatching;	/* its pending queue runs: ops may go */
+	uint8_t check_failed;	/* ep_check found the peer gone: report */
 	unsigned outstanding;	/* ops not completed */
 	ucs_list_link_t flushes;	/* uct_coop_flush_t waiting for them */
+	ucs_list_link_t list;		/* iface->eps */
+	ucs_queue_head_t pending;	/* uct_pending_req_t */
 } uct_coop_ep_t;
 
 /* md.c */
@@ -108,8 +136,41 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 				   uct_rkey_t rkey, uct_completion_t *comp);
 ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
 			       uct_completion_t *comp);
-/* The md's messages (help requests and their ends) and ops: events. */
+/* The md's ops and messages: events. */
 unsigned uct_coop_md_progress(uct_coop_md_t *md);
+/* A HELP or DONE message of len bytes from rank src. */
+void uct_coop_md_help_msg(uct_coop_md_t *md, int src, const void *msg,
+			  size_t len);
+
+/* am.c */
+/* Active messages of at most this many bytes (header included) travel
+ * inside one mailbox message. */
+#define UCT_COOP_AM_SHORT_MAX (COOP_MSG_MAX - 4)
+ucs_status_t uct_coop_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+				  const void *payload, unsigned length);
+ucs_status_t uct_coop_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+				      const uct_iov_t *iov, size_t iovcnt);
+ssize_t uct_coop_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+			     uct_pack_callback_t pack_cb, void *arg,
+			     unsigned flags);
+ucs_status_t uct_coop_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+				     unsigned flags);
+void uct_coop_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+			       void *arg);
+ucs_status_t uct_coop_ep_check(uct_ep_h tl_ep, unsigned flags,
+			       uct_completion_t *comp);
+/* May a message go to the ep's peer now: UCS_OK; UCS_ERR_NO_RESOURCE
+ * (requests pending before it, or messages backlogged);
+ * UCS_ERR_CONNECTION_RESET (the peer died). */
+ucs_status_t uct_coop_ep_send_status(uct_coop_ep_t *ep);
+/* The md endpoint's handlers: plain messages, messages with a payload,
+ * peers that went. */
 void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len);
+void uct_coop_md_data_msg(void *arg, int src, const void *hdr, size_t hlen,
+			  const void *data, size_t len);
+void uct_coop_md_peer_gone(void *arg, int peer, int crashed);
+/* The interface's share of progress: AMs queued for it, pending
+ * requests of its eps. */
+unsigned uct_coop_iface_am_progress(uct_coop_iface_t *iface);
 
 #endif

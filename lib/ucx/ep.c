@@ -14,7 +14,7 @@
  * jobs end when all bytes are in, without waiting for each other.  The
  * writer's DONE then gives the slot's second reference back.
  * PUT_ZCOPY: the initiator writes everything (UCP's put scheme has no
- * reader to help yet).
+ * reader to help yet).  Active messages are am.c's.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -27,11 +27,10 @@
 
 #include "coop_ucx.h"
 
-enum { MSG_HELP = 1, MSG_DONE = 2 };
-
 /* The reader's help request, and (type DONE, slot) the writer's end. */
 struct coop_help {
-	uint32_t type;
+	uint8_t type;		/* UCT_COOP_UCT_COOP_MSG_HELP or _DONE */
+	uint8_t pad[3];
 	uint32_t slot;
 	uint64_t len;
 	uint64_t src_cookie;	/* the writer's region (its rkey)... */
@@ -52,13 +51,19 @@ UCS_CLASS_INIT_FUNC(uct_coop_ep_t, const uct_ep_params_t *params)
 	UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
 	UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
 	ucs_list_head_init(&self->flushes);
+	ucs_queue_head_init(&self->pending);
 	self->outstanding = 0;
+	self->failed = 0;
+	self->dispatching = 0;
+	self->check_failed = 0;
+	self->peer_iface = a->iface;
 	rc = coop_connect_peer(iface->md->ctx, a->addr, sizeof(a->addr),
 			       &self->peer);
 	if (rc) {
 		ucs_error("coop: cannot connect: %s", coop_strerror(rc));
 		return UCS_ERR_UNREACHABLE;
 	}
+	ucs_list_add_tail(&iface->eps, &self->list);
 	return UCS_OK;
 }
 
@@ -72,6 +77,11 @@ UCS_CLASS_CLEANUP_FUNC(uct_coop_ep_t)
 	ucs_list_for_each(op, &iface->md->ops, list)
 		if (op->ep == self)
 			op->ep = NULL;
+	if (!ucs_queue_is_empty(&self->pending))
+		iface->npending--;	/* its owner dropped them */
+	if (self->check_failed)
+		iface->ncheck_failed--;
+	ucs_list_del(&self->list);
 }
 
 UCS_CLASS_DEFINE(uct_coop_ep_t, uct_base_ep_t);
@@ -156,7 +166,7 @@ static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
 {
 	coop_context_t *ctx = iface->md->ctx;
 	const uct_coop_memh_t *m = iov->memh;
-	struct coop_help h = { .type = MSG_HELP, .len = p->len,
+	struct coop_help h = { .type = UCT_COOP_MSG_HELP, .len = p->len,
 			       .src_cookie = p->key.cookie,
 			       .src_off = p->offset };
 	size_t share;
@@ -187,6 +197,8 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	ucs_status_t status;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_get_zcopy");
+	if (ep->failed)
+		return UCS_ERR_CONNECTION_RESET;
 	if (!iov_contiguous(iov, iovcnt))
 		return UCS_ERR_UNSUPPORTED;
 	if (!iovcnt || !iov_bytes(iov))
@@ -209,6 +221,8 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	coop_xfer_params_t p;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_put_zcopy");
+	if (ep->failed)
+		return UCS_ERR_CONNECTION_RESET;
 	if (!iov_contiguous(iov, iovcnt))
 		return UCS_ERR_UNSUPPORTED;
 	if (!iovcnt || !iov_bytes(iov))
@@ -222,9 +236,14 @@ ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
 			       uct_completion_t *comp)
 {
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
+	ucs_status_t status = uct_coop_ep_send_status(ep);
 	uct_coop_flush_t *f;
 
 	(void)flags;
+	/* a message still pending or backlogged is not sent yet; UCP
+	 * queues the flush behind it */
+	if (status == UCS_ERR_NO_RESOURCE)
+		return status;
 	if (!ep->outstanding)
 		return UCS_OK;
 	if (comp) {
@@ -250,7 +269,7 @@ static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
 		.key = { h->dst_cookie, h->dst_off + h->len },
 		.offset = h->dst_off,
 	};
-	struct coop_help done = { .type = MSG_DONE, .slot = h->slot };
+	struct coop_help done = { .type = UCT_COOP_MSG_DONE, .slot = h->slot };
 
 	if (m) {	/* only from a region of ours, as its rkey named it */
 		p.local = (char *)m->addr + h->src_off;
@@ -260,9 +279,9 @@ static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
 	coop_msg_send(md->ctx, src, &done, sizeof(done));
 }
 
-void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len)
+void uct_coop_md_help_msg(uct_coop_md_t *md, int src, const void *msg,
+			  size_t len)
 {
-	uct_coop_md_t *md = arg;
 	struct coop_help h;
 
 	if (len != sizeof(h)) {
@@ -271,9 +290,9 @@ void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len)
 		return;
 	}
 	memcpy(&h, msg, sizeof(h));
-	if (h.type == MSG_HELP)
+	if (h.type == UCT_COOP_MSG_HELP)
 		help(md, src, &h);
-	else if (h.type == MSG_DONE)
+	else if (h.type == UCT_COOP_MSG_DONE)
 		coop_xfer_slot_release(md->ctx, src, h.slot);
 	else
 		ucs_error("coop: message of type %u from rank %d dropped",
@@ -295,7 +314,7 @@ static void ep_op_done(uct_coop_ep_t *ep)
 
 static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 {
-	struct coop_help done = { .type = MSG_DONE, .slot = op->slot };
+	struct coop_help done = { .type = UCT_COOP_MSG_DONE, .slot = op->slot };
 	ucs_status_t status = err == COOP_ERR_PEER_DEAD ?
 		UCS_ERR_CONNECTION_RESET : err ? UCS_ERR_IO_ERROR : UCS_OK;
 

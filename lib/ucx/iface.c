@@ -2,8 +2,9 @@
 /*
  * iface.c - the "coop" interface: the transport's registration (refused
  * when the running UCX is not the one it was built against), its
- * capabilities (rendezvous: GET_ZCOPY and PUT_ZCOPY, connect to iface),
- * its address (domain key + libcoopmpi address blob) and reachability
+ * capabilities (active messages: AM_SHORT, AM_BCOPY; rendezvous:
+ * GET_ZCOPY and PUT_ZCOPY; connect to iface; peer failure), its address
+ * (domain key + libcoopmpi address blob + interface id) and reachability
  * (same node, same domain), and a progress callback registered for the
  * interface's whole life: a rank helps a peer's cooperative GET from its
  * progress, whether or not it has operations of its own.
@@ -13,6 +14,7 @@
 #endif
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ucs/debug/log.h>
@@ -39,7 +41,8 @@ static ucs_status_t uct_coop_iface_get_address(uct_iface_t *tl_iface,
 					       uct_iface_addr_t *addr)
 {
 	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
-	uct_coop_iface_addr_t a = { .key = iface->md->key };
+	uct_coop_iface_addr_t a = { .key = iface->md->key,
+				    .iface = iface->id };
 	size_t len = sizeof(a.addr);
 
 	if (coop_address_short(iface->md->ctx, a.addr, &len))
@@ -73,14 +76,24 @@ static ucs_status_t uct_coop_iface_query(uct_iface_h tl_iface,
 	attr->cap.get.opt_zcopy_align = 1;
 	attr->cap.get.align_mtu = 1;
 	attr->cap.get.max_iov = 1;
+	attr->cap.am.max_short = UCT_COOP_AM_SHORT_MAX;
+	attr->cap.am.max_bcopy = coop_msg_data_max(iface->md->ctx);
+	attr->cap.am.opt_zcopy_align = 1;
+	attr->cap.am.align_mtu = 1;
+	attr->cap.am.max_iov = 8;
 	attr->device_addr_len = uct_sm_iface_get_device_addr_len();
 	attr->iface_addr_len = sizeof(uct_coop_iface_addr_t);
 	attr->ep_addr_len = 0;
 	attr->max_conn_priv = 0;
-	attr->cap.flags = UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
-			  UCT_IFACE_FLAG_PENDING |
-			  UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-	attr->latency = ucs_linear_func_make(80e-9, 0);
+	attr->cap.flags = UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
+			  UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+			  UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
+			  UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+			  UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+			  UCT_IFACE_FLAG_EP_CHECK;
+	/* a little behind posix's 80 ns: where both are, UCP keeps posix
+	 * for messages and coop for the rendezvous */
+	attr->latency = ucs_linear_func_make(100e-9, 0);
 	attr->overhead = 2e-6;
 	attr->bandwidth.dedicated = iface->super.config.bandwidth;
 	attr->bandwidth.shared = 0;
@@ -91,8 +104,15 @@ static ucs_status_t uct_coop_iface_query(uct_iface_h tl_iface,
 static unsigned uct_coop_iface_progress(void *arg)
 {
 	uct_coop_iface_t *iface = arg;
+	uct_coop_md_t *md = iface->md;
+	uct_coop_iface_t *outer = md->progressing;
+	unsigned n;
 
-	return uct_coop_md_progress(iface->md);
+	md->progressing = iface;	/* its AMs are delivered at once */
+	n = uct_coop_md_progress(md);
+	n += uct_coop_iface_am_progress(iface);
+	md->progressing = outer;
+	return n;
 }
 
 static unsigned uct_coop_iface_progress_tl(uct_iface_h tl_iface)
@@ -106,11 +126,16 @@ static ucs_status_t uct_coop_iface_flush(uct_iface_h tl_iface, unsigned flags,
 	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
 	uct_coop_op_t *op;
 
+	uct_coop_ep_t *ep;
+
 	(void)flags;
 	if (comp)
 		return UCS_ERR_UNSUPPORTED;
 	ucs_list_for_each(op, &iface->md->ops, list)
 		if (op->comp)	/* ours, not the help we give */
+			return UCS_INPROGRESS;
+	ucs_list_for_each(ep, &iface->eps, list)
+		if (uct_coop_ep_send_status(ep) == UCS_ERR_NO_RESOURCE)
 			return UCS_INPROGRESS;
 	return UCS_OK;
 }
@@ -118,10 +143,14 @@ static ucs_status_t uct_coop_iface_flush(uct_iface_h tl_iface, unsigned flags,
 static UCS_CLASS_DECLARE_DELETE_FUNC(uct_coop_iface_t, uct_iface_t);
 
 static uct_iface_ops_t uct_coop_iface_tl_ops = {
+	.ep_am_short = uct_coop_ep_am_short,
+	.ep_am_short_iov = uct_coop_ep_am_short_iov,
+	.ep_am_bcopy = uct_coop_ep_am_bcopy,
 	.ep_put_zcopy = uct_coop_ep_put_zcopy,
 	.ep_get_zcopy = uct_coop_ep_get_zcopy,
-	.ep_pending_add = ucs_empty_function_return_busy,
-	.ep_pending_purge = ucs_empty_function,
+	.ep_pending_add = uct_coop_ep_pending_add,
+	.ep_pending_purge = uct_coop_ep_pending_purge,
+	.ep_check = uct_coop_ep_check,
 	.ep_flush = uct_coop_ep_flush,
 	.ep_fence = uct_sm_ep_fence,
 	.ep_create = UCS_CLASS_NEW_FUNC_NAME(uct_coop_ep_t),
@@ -148,6 +177,25 @@ static uct_iface_internal_ops_t uct_coop_iface_internal_ops = {
 		(uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
 };
 
+/* AM data reaches handlers in place (flags 0, no descriptors): the
+ * alignment asked for binds nothing, but must be a valid one. */
+static ucs_status_t check_am_alignment(const uct_iface_params_t *params,
+				       coop_context_t *ctx)
+{
+	size_t align, align_offset;
+	ucs_status_t status;
+
+	status = uct_iface_param_am_alignment(params, coop_msg_data_max(ctx),
+					      0, 0, &align, &align_offset);
+	if (status != UCS_OK)
+		return status;
+	if (!align || !ucs_is_pow2(align)) {
+		ucs_error("coop: AM alignment %zu is not a power of 2", align);
+		return UCS_ERR_INVALID_PARAM;
+	}
+	return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 			   const uct_iface_params_t *params,
 			   const uct_iface_config_t *tl_config)
@@ -158,10 +206,29 @@ static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 	UCS_CLASS_CALL_SUPER_INIT(uct_sm_iface_t, &uct_coop_iface_tl_ops,
 				  &uct_coop_iface_internal_ops, md, worker,
 				  params, tl_config);
-	self->md = ucs_derived_of(md, uct_coop_md_t);
+	uct_coop_md_t *cmd = ucs_derived_of(md, uct_coop_md_t);
+	ucs_status_t status;
+	unsigned id;
+
+	for (id = 0; id < UCT_COOP_MAX_IFACES && cmd->ifaces[id]; id++)
+		;
+	if (id == UCT_COOP_MAX_IFACES) {
+		ucs_error("coop: md %p has %u interfaces already", cmd, id);
+		return UCS_ERR_EXCEEDS_LIMIT;
+	}
+	self->md = cmd;
+	self->id = (uint8_t)id;
 	self->coop_min = cfg->coop_min;
+	ucs_list_head_init(&self->eps);
+	ucs_queue_head_init(&self->rxq);
+	self->npending = 0;
+	self->ncheck_failed = 0;
 	if (!uct_coop_md_ctx(self->md))
 		return UCS_ERR_IO_ERROR;
+	status = check_am_alignment(params, cmd->ctx);
+	if (status != UCS_OK)
+		return status;
+	cmd->ifaces[id] = self;
 	/* for good: peers' help requests come whenever they read from us */
 	uct_worker_progress_register_safe(&self->super.super.worker->super,
 					  uct_coop_iface_progress, self, 0,
@@ -171,8 +238,15 @@ static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 
 static UCS_CLASS_CLEANUP_FUNC(uct_coop_iface_t)
 {
+	ucs_queue_elem_t *e;
+
 	uct_worker_progress_unregister_safe(&self->super.super.worker->super,
 					    &self->super.super.prog.id);
+	self->md->ifaces[self->id] = NULL;
+	while (!ucs_queue_is_empty(&self->rxq)) {
+		e = ucs_queue_pull_non_empty(&self->rxq);
+		free(e);	/* first member of its descriptor */
+	}
 }
 
 UCS_CLASS_DEFINE(uct_coop_iface_t, uct_sm_iface_t);

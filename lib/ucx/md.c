@@ -108,6 +108,8 @@ coop_context_t *uct_coop_md_ctx(uct_coop_md_t *md)
 		return NULL;
 	}
 	coop_msg_set_handler(md->ctx, uct_coop_md_msg, md);
+	coop_msg_set_data_handler(md->ctx, uct_coop_md_data_msg, md);
+	coop_msg_set_peer_handler(md->ctx, uct_coop_md_peer_gone, md);
 	ucs_debug("coop: md joined domain %s (%016llx), provider %s",
 		  md->domain, (unsigned long long)md->key,
 		  coop_provider_name(md->ctx));

@@ -12,6 +12,8 @@
 #                     same --mca pml ucx options), to tell failures that
 #                     coop causes from the suite's own
 #     --mpi NAME      mpich or openmpi only (default: both)
+#     --tls TLS       UCX_TLS for the coop runs (scripts/coop-ucx-env -t;
+#                     default self,posix,coop; coop,self: coop alone)
 #     --only REGEX    only the programs whose dir/name matches
 #     --all           also run the programs the list excludes
 #     --logs DIR      keep every run's output in DIR
@@ -28,11 +30,12 @@ root=$PWD
 
 list=tests/ucx/mpich-suite.list
 default_timeout=${COOP_SUITE_TIMEOUT:-20}
-mode=coop mpis=(mpich openmpi) only='' all=0 logs='' candidates=0
+mode=coop mpis=(mpich openmpi) only='' all=0 logs='' candidates=0 tls=()
 while (($#)); do
 	case $1 in
 	--baseline) mode=baseline ;;
 	--mpi) mpis=("${2:?--mpi needs mpich or openmpi}"); shift ;;
+	--tls) tls=(-t "${2:?--tls needs a UCX_TLS value}"); shift ;;
 	--only) only=${2:?--only needs a regex}; shift ;;
 	--all) all=1 ;;
 	--logs) logs=${2:?--logs needs a directory}; shift ;;
@@ -208,9 +211,9 @@ build() {
 launch() {
 	local mpi=$1 np=$2
 	if [[ $mode == coop && $mpi == mpich ]]; then
-		cmd=("$root/scripts/coop-ucx-env" mpirun.mpich -np "$np")
+		cmd=("$root/scripts/coop-ucx-env" "${tls[@]}" mpirun.mpich -np "$np")
 	elif [[ $mode == coop ]]; then
-		cmd=("$root/scripts/coop-ucx-env" mpirun.openmpi --allow-run-as-root
+		cmd=("$root/scripts/coop-ucx-env" "${tls[@]}" mpirun.openmpi --allow-run-as-root
 			--oversubscribe -np "$np")
 	elif [[ $mpi == mpich ]]; then
 		cmd=(mpirun.mpich -genv UCX_TLS "self,posix,cma" -np "$np")

@@ -63,6 +63,29 @@ expect "openmpi: NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2
 	"$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
 	NPopenmpi -i -u 4194304 -o "$tmp/np2.out"
 
+# 2b. coop alone (UCX_TLS=coop,self): every message between the ranks -
+#     UCP's wireup, eager and rendezvous - goes through the coop
+#     interface's mailbox rings, bounce slots and copies.
+for mpi in mpich openmpi; do
+	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
+	expect "$mpi: UCX_TLS=coop,self: mpi_check (0 B .. 16 MiB, data checked)" \
+		"$tmp/alone.$mpi" "$env_run" -t coop,self "${launch[@]}" "$tmp/check.$mpi"
+	if grep -q 'mpi_check: ok' "$tmp/alone.$mpi" &&
+		grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/alone.$mpi" &&
+		! grep -qE 'ep_cfg.*(posix|sysv|cma|tcp)/' "$tmp/alone.$mpi"; then
+		ok "$mpi: UCX_TLS=coop,self: coop carries the whole tag protocol to the peer"
+	else
+		nok "$mpi: UCX_TLS=coop,self: coop carries the whole tag protocol to the peer" \
+			"$tmp/alone.$mpi"
+	fi
+done
+expect "mpich: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tmp/np3" \
+	"$env_run" -t coop,self mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 \
+	-o "$tmp/np3.out"
+expect "openmpi: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tmp/np4" \
+	"$env_run" -t coop,self mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
+	NPopenmpi -i -u 4194304 -o "$tmp/np4.out"
+
 provider=shm
 [[ -e /dev/coopmpi ]] && provider=kmod
 if grep -q "coopmpi\[[0-9]*\]: provider $provider" "$tmp/mpich"; then
@@ -92,14 +115,16 @@ sleep 1
 for mpi in mpich openmpi; do
 	if [[ $mpi == mpich ]]; then launch=(mpirun.mpich -np 2); else
 		launch=(mpirun.openmpi --allow-run-as-root -np 2); fi
-	start=$SECONDS
-	timeout 120 "$env_run" "${launch[@]}" "$tmp/kill.$mpi" >"$tmp/kill" 2>&1
-	rc=$?
-	if ((rc != 0 && rc != 124)); then
-		ok "$mpi: a rank killed mid-rendezvous: the job fails (rc $rc) in $((SECONDS - start)) s"
-	else
-		nok "$mpi: a rank killed mid-rendezvous: the job fails, no hang (rc $rc)" "$tmp/kill"
-	fi
+	for tls in self,posix,coop coop,self; do
+		start=$SECONDS
+		timeout 120 "$env_run" -t $tls "${launch[@]}" "$tmp/kill.$mpi" >"$tmp/kill" 2>&1
+		rc=$?
+		if ((rc != 0 && rc != 124)); then
+			ok "$mpi ($tls): a rank killed mid-rendezvous: the job fails (rc $rc) in $((SECONDS - start)) s"
+		else
+			nok "$mpi ($tls): a rank killed mid-rendezvous: the job fails, no hang (rc $rc)" "$tmp/kill"
+		fi
+	done
 done
 
 # 5. Nothing left behind in /dev/shm.
