@@ -86,6 +86,9 @@ stage ucx-vm vm env COOP_IN_VM=1 tests/ucx/run.sh
 # under both launchers, then a part of it in the VM on the driver: the
 # emulator is ~20x slower, large_message needs more memory than the VM has
 stage ucx-mpich-suite tests/ucx/mpich-suite.sh
+# Debian's python3-mpi4py (Open MPI): its benchmarks and a test suite of
+# mpi4py programs (tests/ucx/mpi4py_suite.py) through coop
+stage ucx-mpi4py tests/ucx/mpi4py-suite.sh
 mpich_suite_vm_subset='^(pt2pt/(sendrecv2|anyall|bottom|eagerdt|mprobe|manylmt|huge_anysrc|huge_ssend|huge_dupcomm|dtype_send|large_tag|rcancel)|coll/(iallred|coll7|alltoallw_zeros)|rma/(test1|transpose1|put_base|manyget|get_struct|rget_testall))$'
 stage ucx-mpich-suite-vm vm env COOP_SUITE_TIMEOUT=120 \
 	tests/ucx/mpich-suite.sh --only "$mpich_suite_vm_subset"
