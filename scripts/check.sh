@@ -86,6 +86,9 @@ stage ucx-vm vm env COOP_IN_VM=1 tests/ucx/run.sh
 # under both launchers, then a part of it in the VM on the driver: the
 # emulator is ~20x slower, large_message needs more memory than the VM has
 stage ucx-mpich-suite tests/ucx/mpich-suite.sh
+# its point-to-point programs with coop alone (every message on the rings)
+stage ucx-mpich-suite-coop-only tests/ucx/mpich-suite.sh --tls coop,self \
+	--only '^pt2pt/'
 # Debian's python3-mpi4py (Open MPI): its benchmarks and a test suite of
 # mpi4py programs (tests/ucx/mpi4py_suite.py) through coop
 stage ucx-mpi4py tests/ucx/mpi4py-suite.sh
