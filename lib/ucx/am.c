@@ -81,6 +81,8 @@ ucs_status_t uct_coop_ep_send_status(uct_coop_ep_t *ep)
 
 	if (ep->failed)
 		return UCS_ERR_CONNECTION_RESET;
+	if (ep->fenced)
+		return UCS_ERR_NO_RESOURCE;
 	/* a peer that went (even cleanly) takes nothing more, pending or
 	 * not: flushes do not wait for what cannot go */
 	queued = coop_msg_queued(ep_iface(ep)->md->ctx, ep->peer);

@@ -110,6 +110,7 @@ typedef struct uct_coop_ep {
 	uint8_t failed;		/* the peer died: reported, ops refused */
 	uint8_t dispatching;	/* its pending queue runs: ops may go */
 	uint8_t check_failed;	/* ep_check found the peer gone: report */
+	uint8_t fenced;		/* later ops wait for the outstanding */
 	unsigned outstanding;	/* ops not completed */
 	ucs_list_link_t flushes;	/* uct_coop_flush_t waiting for them */
 	ucs_list_link_t list;		/* iface->eps */
@@ -136,6 +137,10 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 				   uct_rkey_t rkey, uct_completion_t *comp);
 ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
 			       uct_completion_t *comp);
+/* Our copies are asynchronous: what comes after a fence waits until
+ * the copies before it are complete (NO_RESOURCE until then). */
+ucs_status_t uct_coop_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_coop_iface_fence(uct_iface_h tl_iface, unsigned flags);
 /* The md's ops and messages: events. */
 unsigned uct_coop_md_progress(uct_coop_md_t *md);
 /* A HELP or DONE message of len bytes from rank src. */

@@ -56,6 +56,7 @@ UCS_CLASS_INIT_FUNC(uct_coop_ep_t, const uct_ep_params_t *params)
 	self->failed = 0;
 	self->dispatching = 0;
 	self->check_failed = 0;
+	self->fenced = 0;
 	self->peer_iface = a->iface;
 	rc = coop_connect_peer(iface->md->ctx, a->addr, sizeof(a->addr),
 			       &self->peer);
@@ -199,6 +200,8 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_get_zcopy");
 	if (ep->failed)
 		return UCS_ERR_CONNECTION_RESET;
+	if (ep->fenced)
+		return UCS_ERR_NO_RESOURCE;
 	if (!iov_contiguous(iov, iovcnt))
 		return UCS_ERR_UNSUPPORTED;
 	if (!iovcnt || !iov_bytes(iov))
@@ -223,6 +226,8 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_put_zcopy");
 	if (ep->failed)
 		return UCS_ERR_CONNECTION_RESET;
+	if (ep->fenced)
+		return UCS_ERR_NO_RESOURCE;
 	if (!iov_contiguous(iov, iovcnt))
 		return UCS_ERR_UNSUPPORTED;
 	if (!iovcnt || !iov_bytes(iov))
@@ -254,6 +259,28 @@ ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
 		ucs_list_add_tail(&ep->flushes, &f->list);
 	}
 	return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_coop_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
+
+	(void)flags;
+	if (ep->outstanding)
+		ep->fenced = 1;
+	UCT_TL_EP_STAT_FENCE(&ep->super);
+	return UCS_OK;
+}
+
+ucs_status_t uct_coop_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+	uct_coop_ep_t *ep;
+
+	ucs_list_for_each(ep, &iface->eps, list)
+		uct_coop_ep_fence(&ep->super.super, flags);
+	UCT_TL_IFACE_STAT_FENCE(&iface->super.super);
+	return UCS_OK;
 }
 
 /* ---------------- help, completion ---------------- */
@@ -305,6 +332,7 @@ static void ep_op_done(uct_coop_ep_t *ep)
 
 	if (--ep->outstanding)
 		return;
+	ep->fenced = 0;
 	ucs_list_for_each_safe(f, tmp, &ep->flushes, list) {
 		ucs_list_del(&f->list);
 		uct_invoke_completion(f->comp, UCS_OK);
