@@ -145,7 +145,8 @@ typedef struct coop_status {
 	int cancelled;		/* 1 if the request was cancelled */
 	int protocol;		/* enum coop_protocol the message took (sends
 				 * and receives; COOP_PROTOCOL_NONE before a
-				 * protocol was chosen) */
+				 * protocol was chosen; coopmpi_xfer.h's copy
+				 * jobs: DMA, STRIPE or NONE) */
 	int reserved[5];	/* zero: room for later fields */
 } coop_status_t;
 

@@ -25,7 +25,11 @@
  *
  * A copy moves at most COOP_CHUNK bytes per progress step, so control
  * messages keep flowing; requests progress in every completion call and
- * coop_progress() of the context.  A peer that dies fails the requests
+ * coop_progress() of the context.  A PUT may instead be given to the
+ * provider's offload engine (COOP_XFER_ENGINE: the coopmpi driver's DMA
+ * channel, no CPU copies) or split between this side's CPU and the
+ * engine (COOP_XFER_STRIPE); coop_xfer_engine() says whether there is
+ * one.  A peer that dies fails the requests
  * that copy with it (COOP_ERR_PEER_DEAD) unless all their bytes are in,
  * and frees the work slots shared with it.
  *
@@ -68,12 +72,36 @@ COOP_API int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key);
 /* Direction of a copy job (exactly one). */
 #define COOP_XFER_GET	(1u << 0)	/* the peer's region -> local */
 #define COOP_XFER_PUT	(1u << 1)	/* local -> the peer's region */
+/*
+ * Who copies a PUT without a slot (at most one; neither: this side's
+ * CPU, in COOP_CHUNK steps).  Both need an offload engine
+ * (coop_xfer_engine()).  The request completes when every byte is in
+ * the peer's region (the engine's completions, reaped by progress; no
+ * notification to the peer: tell it yourself, e.g. by a message).
+ * Engine bytes are no CPU load: they count in the node's offload
+ * counters (driver: dma_ops, dma_bytes in flight, sysfs dma_completed)
+ * and in coop_stats_t.offload_bytes, not in the load counters.
+ * status.protocol of such a job says COOP_PROTOCOL_DMA or
+ * COOP_PROTOCOL_STRIPE (plain jobs: COOP_PROTOCOL_NONE); copy jobs never
+ * count in coop_stats_t's messages.
+ */
+#define COOP_XFER_ENGINE (1u << 2)	/* the engine moves every byte */
+#define COOP_XFER_STRIPE (1u << 3)	/* this side's CPU copies [0, c),
+					 * the engine [c, len) at the same
+					 * time: COOP_RNDV=stripe's split
+					 * (the engine's share R/(1+R),
+					 * R = COOP_STRIPE_RATIO or measured
+					 * at the first striped copy, then
+					 * adapted; c page aligned; R = 0:
+					 * the CPU copies everything) */
 
 #define COOP_XFER_NO_SLOT	UINT32_MAX
 
 typedef struct coop_xfer_params {
 	uint32_t size;		/* sizeof(coop_xfer_params_t) */
-	uint32_t flags;		/* COOP_XFER_GET or COOP_XFER_PUT */
+	uint32_t flags;		/* COOP_XFER_GET or COOP_XFER_PUT, the
+				 * latter optionally with COOP_XFER_ENGINE
+				 * or COOP_XFER_STRIPE */
 	int peer;		/* rank whose region key names */
 	uint32_t slot;		/* cooperative: the work slot (GET: ours,
 				 * from coop_xfer_slot_alloc; PUT: the
@@ -92,16 +120,34 @@ typedef struct coop_xfer_params {
  * len)), then claims chunks of the other side's range that the other
  * side has not taken, so a side that falls behind is helped.  The
  * request completes when all len bytes are copied (by either side):
- * status.count = bytes this side copied, status.error = COOP_SUCCESS,
- * COOP_ERR_COPY (bad address or key), COOP_ERR_PEER_DEAD.
- * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, bad size, flags, reserved
- * not zero, offset + len beyond the key, a slot that is not one of the
- * peer's or ours shared with it, or of another length), COOP_ERR_RANK,
- * COOP_ERR_STATE (not connected), COOP_ERR_PEER_DEAD, COOP_ERR_NOMEM.
+ * status.count = bytes this side copied (with COOP_XFER_ENGINE/STRIPE:
+ * this side's CPU and its engine), status.error = COOP_SUCCESS,
+ * COOP_ERR_COPY (bad address or key), COOP_ERR_PEER_DEAD (the engine
+ * may also fail with COOP_ERR_PROVIDER or COOP_ERR_NOMEM).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, bad size, flags - unknown
+ * bits, not exactly one direction, ENGINE and STRIPE together, either
+ * with a slot -, reserved not zero, offset + len beyond the key, a slot
+ * that is not one of the peer's or ours shared with it, or of another
+ * length), COOP_ERR_UNSUPPORTED (COOP_XFER_ENGINE or COOP_XFER_STRIPE
+ * with GET, or without an offload engine: coop_xfer_engine() is 0),
+ * COOP_ERR_RANK, COOP_ERR_STATE (not connected), COOP_ERR_PEER_DEAD,
+ * COOP_ERR_NOMEM.
  */
 COOP_API int coop_xfer_start(coop_context_t *ctx,
 			     const coop_xfer_params_t *p,
 			     coop_request_t **req);
+
+/*
+ * coop_xfer_engine - may this context's PUT jobs use COOP_XFER_ENGINE
+ * and COOP_XFER_STRIPE?  The first call sets the provider's offload
+ * engine up, whatever COOP_RNDV says: the coopmpi driver's DMA channel
+ * ("hw") or its kernel threads copying on the node's own CPUs ("soft",
+ * module parameter dma=auto without a channel, or dma=soft); the shm
+ * provider and the driver loaded with dma=off have none.
+ * Returns 1 (*name, unless name is NULL: "hw" or "soft") or 0 (none,
+ * or ctx NULL).
+ */
+COOP_API int coop_xfer_engine(coop_context_t *ctx, const char **name);
 
 /*
  * coop_xfer_slot_alloc - a work slot in our shared segment for a

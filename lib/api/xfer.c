@@ -5,7 +5,11 @@
  * matching.  A copy job is a request of kind REQ_XFER whose job's done
  * callback completes it; everything else (chunking, the claim of work
  * slot ranges, load accounting, peer failure) is the core's, the same
- * code the library's own rendezvous protocols run.
+ * code the library's own rendezvous protocols run.  PUT jobs with
+ * COOP_XFER_ENGINE or COOP_XFER_STRIPE go to the protocol layer's
+ * offload engine code instead (protocols/dma.c: coop_dma_put, as a DMA
+ * send's copy without its notification; protocols/stripe.c:
+ * coop_stripe_put, a striped send's two parts).
  */
 #include <string.h>
 
@@ -18,6 +22,8 @@ _Static_assert(COOP_ACCESS_READ == COOPMPI_REGION_READ &&
 	       COOP_ACCESS_WRITE == COOPMPI_REGION_WRITE, "access bits");
 
 #define ACCESS_BITS (COOP_ACCESS_READ | COOP_ACCESS_WRITE)
+#define DIR_BITS (COOP_XFER_GET | COOP_XFER_PUT)
+#define ENGINE_BITS (COOP_XFER_ENGINE | COOP_XFER_STRIPE)
 
 int coop_xfer_check_ctx(const struct coop_context *ctx)
 {
@@ -76,11 +82,11 @@ static int own_slot_ok(const struct coop_context *ctx, int peer,
 static struct coop_work_slot *slot_of(struct coop_context *ctx,
 				      const coop_xfer_params_t *p)
 {
-	const struct coop_seg *seg = p->flags == COOP_XFER_GET ?
-		&ctx->seg : &ctx->peers[p->peer].seg;
+	int get = (p->flags & DIR_BITS) == COOP_XFER_GET;
+	const struct coop_seg *seg = get ? &ctx->seg : &ctx->peers[p->peer].seg;
 	struct coop_work_slot *w;
 
-	if (p->flags == COOP_XFER_GET && !own_slot_ok(ctx, p->peer, p->slot))
+	if (get && !own_slot_ok(ctx, p->peer, p->slot))
 		return NULL;
 	if (!seg->hdr || p->slot >= seg->hdr->nwork)
 		return NULL;
@@ -90,7 +96,7 @@ static struct coop_work_slot *slot_of(struct coop_context *ctx,
 
 static int check_params(struct coop_context *ctx, const coop_xfer_params_t *p)
 {
-	unsigned i;
+	unsigned i, dir, engine;
 	int rc;
 
 	if (!p || p->size != sizeof(*p))
@@ -101,12 +107,20 @@ static int check_params(struct coop_context *ctx, const coop_xfer_params_t *p)
 	for (i = 0; i < sizeof(p->reserved) / sizeof(p->reserved[0]); i++)
 		if (p->reserved[i])
 			return COOP_ERR_ARG;
-	if ((p->flags != COOP_XFER_GET && p->flags != COOP_XFER_PUT) ||
+	dir = p->flags & DIR_BITS;
+	engine = p->flags & ENGINE_BITS;
+	if ((p->flags & ~(DIR_BITS | ENGINE_BITS)) ||
+	    (dir != COOP_XFER_GET && dir != COOP_XFER_PUT) ||
+	    engine == ENGINE_BITS ||
+	    (engine && p->slot != COOP_XFER_NO_SLOT) ||
 	    (p->len && !p->local) || p->offset > p->key.length ||
 	    p->len > p->key.length - p->offset)
 		return COOP_ERR_ARG;
 	if (p->slot != COOP_XFER_NO_SLOT && !slot_of(ctx, p))
 		return COOP_ERR_ARG;
+	/* the engine only writes into peers' regions */
+	if (engine && (dir == COOP_XFER_GET || !coop_dma_open(ctx, NULL)))
+		return COOP_ERR_UNSUPPORTED;
 	return ctx->peers[p->peer].dead ? COOP_ERR_PEER_DEAD : COOP_SUCCESS;
 }
 
@@ -138,10 +152,20 @@ int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
 	r->buf = p->local;
 	r->len = p->len;
 	coop_req_activate(r);
-	a.kind = p->flags == COOP_XFER_GET ? JOB_READ : JOB_WRITE;
+	memcpy(&key, &p->key, sizeof(key));
+	*req = r;
+	if (p->flags & ENGINE_BITS) {	/* r->proto: DMA or STRIPE */
+		r->xfer = p->len;
+		r->pending |= EV_LOCAL;
+		if (p->flags & COOP_XFER_ENGINE)
+			coop_dma_put(r, &key, p->offset, &xfer_ops);
+		else
+			coop_stripe_put(r, &key, p->offset);
+		return COOP_SUCCESS;
+	}
+	a.kind = (p->flags & DIR_BITS) == COOP_XFER_GET ? JOB_READ : JOB_WRITE;
 	a.peer = p->peer;
 	a.local = p->local;
-	memcpy(&key, &p->key, sizeof(key));
 	a.key = &key;
 	a.roff = p->offset;
 	a.len = p->len;
@@ -151,10 +175,14 @@ int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
 	}
 	r->pending |= EV_LOCAL;
 	coop_job_start(r, &a);
-	if (p->flags == COOP_XFER_GET && a.shared)
+	if (a.kind == JOB_READ && a.shared)
 		r->job.own_slot = (int)p->slot;	/* its reference */
-	*req = r;
 	return COOP_SUCCESS;
+}
+
+int coop_xfer_engine(coop_context_t *ctx, const char **name)
+{
+	return ctx && ctx->proto && coop_dma_open(ctx, name);
 }
 
 int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,

@@ -126,7 +126,7 @@ static void req_account(struct coop_request *r)
 		return;
 	if (r->kind == REQ_SEND)
 		ctx->stats.sent[p]++;
-	else
+	else if (r->kind == REQ_RECV)	/* copy jobs are no messages */
 		ctx->stats.received[p]++;
 }
 

@@ -39,6 +39,17 @@
  * pieces like DMA's but without a notification (the sender's FIN covers
  * both parts).  An offload job's end runs its done callback.  While this
  * state exists, every progress step reaps the engine (core upcalls).
+ *
+ * coopmpi_xfer.h's PUT jobs with COOP_XFER_ENGINE (coop_dma_put) are
+ * offload jobs of REQ_XFER requests on the DMA list (r->job, r->proto
+ * PROTO_DMA so that dma_release drops a failed one), without a
+ * notification: the request completes when every piece completed, i.e.
+ * the bytes are in the peer's region; with COOP_XFER_STRIPE the engine
+ * part is a striped send's (stripe.c: coop_stripe_put).  Such jobs write
+ * at their region offset (j->roff), rendezvous ones at 0.  The engine is
+ * set up for them on demand (coop_dma_open), also where the settings
+ * keep the protocols from using it (coop_dma_usable: a soft engine in
+ * auto mode, COOP_RNDV=rput, ...).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +70,9 @@ _Static_assert(sizeof(struct note) == COOP_OFFLOAD_NOTIFY_SIZE, "note");
 
 struct coop_dma {
 	/* sender */
-	int engine;		/* the provider's engine is set up */
+	int open;		/* the provider's engine is set up */
+	int engine;		/* ... and the protocols may use it */
+	const char *name;	/* which engine: "hw", "soft" */
 	uint64_t max_length;	/* of one copy */
 	unsigned inflight;	/* copies given to the engine, not completed */
 	struct dlist jobs;	/* DMA sends' offload jobs (s->job) */
@@ -144,7 +157,9 @@ void coop_dma_init(struct coop_context *ctx)
 		return;
 	}
 	if (!rc && dma_get(ctx)) {
+		ctx->proto->dma->open = 1;
 		ctx->proto->dma->engine = 1;
+		ctx->proto->dma->name = info.engine;
 		ctx->proto->dma->max_length = info.max_length;
 		if (ctx->cfg.verbose && ctx->proto->stripe_ratio >= 0)
 			coop_log(ctx->rank, "stripe: R = %.3f "
@@ -153,6 +168,8 @@ void coop_dma_init(struct coop_context *ctx)
 	}
 	if (!rc)
 		rc = -ENOMEM;
+	else
+		ctx->proto->engine_none = 1;	/* coop_dma_open: asked */
 	if (ctx->cfg.verbose && *why)
 		coop_log(ctx->rank, "%s: provider %s has no offload engine "
 			 "(%s): %s", why, ops->name, strerror(-rc),
@@ -179,6 +196,34 @@ void coop_dma_fini(struct coop_context *ctx)
 int coop_dma_usable(const struct coop_context *ctx)
 {
 	return ctx->proto->dma && ctx->proto->dma->engine;
+}
+
+int coop_dma_open(struct coop_context *ctx, const char **name)
+{
+	const struct coop_provider_ops *ops = ctx->prov.ops;
+	struct coop_offload_info info;
+	struct coop_dma *d = ctx->proto->dma;
+
+	if (!(d && d->open)) {
+		if (ctx->proto->engine_none || !ops->offload_info)
+			return 0;
+		if (ops->offload_info(&ctx->prov, &info)) {
+			ctx->proto->engine_none = 1;	/* ask once */
+			return 0;
+		}
+		d = dma_get(ctx);
+		if (!d)
+			return 0;	/* may work another time */
+		d->open = 1;	/* d->engine stays as coop_dma_init left it */
+		d->name = info.engine;
+		d->max_length = info.max_length;
+		if (ctx->cfg.verbose)
+			coop_log(ctx->rank, "offload engine %s (%s) set up for "
+				 "copy jobs", info.engine, info.path);
+	}
+	if (name)
+		*name = d->name;
+	return 1;
 }
 
 static int dma_busy(const struct coop_context *ctx)
@@ -288,25 +333,27 @@ static int notes_poll(struct coop_context *ctx, struct coop_dma *d)
 
 /* ---------------- sender: offload jobs ---------------- */
 
-/* The offload job of send s that an engine completion is for: DMA's
- * s->job, or a striped send's engine part; NULL when it ended. */
+/* The offload job of send or copy job s that an engine completion is
+ * for: DMA's (or COOP_XFER_ENGINE's) s->job, or a striped send's (or
+ * COOP_XFER_STRIPE's) engine part; NULL when it ended. */
 static struct coop_job *offload_job(struct coop_request *s)
 {
 	struct coop_job *j = s->proto == PROTO_STRIPE ? &s->u.stripe.engine :
 							&s->job;
 
-	if (s->kind != REQ_SEND || j->kind != JOB_OFFLOAD ||
-	    !dlist_linked(&j->link))
+	if ((s->kind != REQ_SEND && s->kind != REQ_XFER) ||
+	    j->kind != JOB_OFFLOAD || !dlist_linked(&j->link))
 		return NULL;
 	return j;
 }
 
-/* Does job j of s end with a notification?  DMA's does; a striped
- * send's engine part does not: its FIN does. */
-static int job_notifies(const struct coop_request *s,
-			const struct coop_job *j)
+/* Does job j end with a notification?  A DMA send's does (dma_on_cts
+ * names the receiver's slot); a striped send's engine part does not (its
+ * FIN does), nor do coopmpi_xfer.h's jobs (their completion is the
+ * caller's to tell). */
+static int job_notifies(const struct coop_job *j)
 {
-	return j == &s->job;
+	return j->nkey.length != 0;
 }
 
 static int job_put(struct coop_context *ctx, struct coop_request *s,
@@ -318,7 +365,8 @@ static int job_put(struct coop_context *ctx, struct coop_request *s,
 
 	return ctx->prov.ops->offload_put(&ctx->prov, j->peer,
 					  j->local + j->cursor, len, &j->key,
-					  j->cursor, note ? &j->nkey : NULL,
+					  j->roff + j->cursor,
+					  note ? &j->nkey : NULL,
 					  j->noff, &n, coop_req_id(s));
 }
 
@@ -342,7 +390,7 @@ static int job_submit(struct coop_context *ctx, struct coop_request *s,
 	while (!j->err && !j->notified) {
 		uint64_t len = COOP_MIN(j->len - j->cursor, d->max_length);
 		int last = j->cursor + len == j->len;
-		int note = last && job_notifies(s, j);
+		int note = last && job_notifies(j);
 
 		if (note && j->pieces)
 			break;
@@ -380,20 +428,21 @@ static void dma_done(struct coop_job *j)
 
 static const struct coop_job_ops dma_job_ops = { .done = dma_done };
 
-/* An offload job of s moving [off, s->xfer) of its buffer into the
- * region the CTS named (s->job.key). */
+/* An offload job of s moving [off, s->xfer) of its buffer into region
+ * key, whose byte roff is the buffer's byte 0 (the CTS's region: 0). */
 static void offload_job_init(struct coop_job *j, struct coop_request *s,
-			     uint64_t off, const struct coop_job_ops *ops)
+			     struct coop_rkey key, uint64_t roff, uint64_t off,
+			     const struct coop_job_ops *ops)
 {
-	struct coop_rkey key = s->job.key;
-
 	memset(j, 0, sizeof(*j));
+	dlist_init(&j->link);
 	j->req = s;
 	j->ops = ops;
 	j->kind = JOB_OFFLOAD;
 	j->peer = s->peer;
-	j->local = s->buf;	/* piece at cursor: local + cursor -> cursor */
-	j->key = key;
+	j->local = s->buf;	/* piece at cursor: local + cursor -> */
+	j->key = key;		/* roff + cursor of the region */
+	j->roff = roff;
 	j->cursor = off;
 	j->len = s->xfer;
 	j->own_slot = -1;
@@ -409,7 +458,7 @@ static void dma_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 		coop_req_fail(s, COOP_ERR_INTERNAL);
 		return;
 	}
-	offload_job_init(j, s, 0, &dma_job_ops);
+	offload_job_init(j, s, s->job.key, 0, 0, &dma_job_ops);
 	j->noff = (uint64_t)p->slot * sizeof(struct note);
 	j->nkey.cookie = p->ncookie;
 	j->nkey.length = j->noff + sizeof(struct note);	/* at least */
@@ -491,19 +540,38 @@ static void dma_release(struct coop_request *r)
 		slot_free(r->ctx->proto->dma, r->u.dma.nslot);
 		r->u.dma.armed = 0;
 	}
-	if (r->job.kind == JOB_OFFLOAD)
+	if (r->job.kind == JOB_OFFLOAD && dlist_linked(&r->job.link))
 		dlist_del(&r->job.link);
+}
+
+/* ---------------- coopmpi_xfer.h: COOP_XFER_ENGINE ---------------- */
+
+void coop_dma_put(struct coop_request *r, const struct coop_rkey *key,
+		  uint64_t roff, const struct coop_job_ops *ops)
+{
+	struct coop_context *ctx = r->ctx;
+	struct coop_job *j = &r->job;
+
+	r->proto = PROTO_DMA;	/* dma_release drops the job if r fails */
+	offload_job_init(j, r, *key, roff, 0, ops);
+	if (!j->len) {		/* nothing to give the engine */
+		ops->done(j);
+		return;
+	}
+	dlist_add_tail(&ctx->proto->dma->jobs, &j->link);
+	job_submit(ctx, r, j);
 }
 
 /* ---------------- sender: a striped send's engine part ---------------- */
 
-void coop_dma_stripe_part(struct coop_request *s, uint64_t off,
-			  const struct coop_job_ops *ops)
+void coop_dma_stripe_part(struct coop_request *s,
+			  const struct coop_rkey *key, uint64_t roff,
+			  uint64_t off, const struct coop_job_ops *ops)
 {
 	struct coop_context *ctx = s->ctx;
 	struct coop_job *j = &s->u.stripe.engine;
 
-	offload_job_init(j, s, off, ops);
+	offload_job_init(j, s, *key, roff, off, ops);
 	dlist_add_tail(&ctx->proto->dma->stripes, &j->link);
 	job_submit(ctx, s, j);
 }

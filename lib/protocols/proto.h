@@ -65,6 +65,7 @@ struct coop_proto_state {
 	struct coop_tickets tk;
 	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
 	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
+	int engine_none;	/* the provider said it has no offload engine */
 };
 
 /* proto.c: the layer's set-up, and what several protocols send */
@@ -141,6 +142,13 @@ COOP_HIDDEN void coop_stripe_register(struct coop_context *ctx);
  * COOP_STRIPE_MIN, ratio not 0, the engine not busy) */
 COOP_HIDDEN int coop_stripe_usable(const struct coop_context *ctx,
 				   uint64_t len);
+/* coopmpi_xfer.h's COOP_XFER_STRIPE: copy job r (REQ_XFER, r->buf,
+ * r->xfer bytes) into region key from its byte roff on, split between
+ * the CPU (a JOB_WRITE job) and the engine (coop_dma_open() said 1) as
+ * a striped send's; r completes (EV_LOCAL, status.count = bytes moved)
+ * when both parts ended.  r->proto becomes PROTO_STRIPE. */
+COOP_HIDDEN void coop_stripe_put(struct coop_request *r,
+				 const struct coop_rkey *key, uint64_t roff);
 
 /* dma.c */
 COOP_HIDDEN void coop_dma_register(struct coop_context *ctx);
@@ -150,9 +158,24 @@ COOP_HIDDEN void coop_dma_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_dma_fini(struct coop_context *ctx);
 /* May this rank's sends use PROTO_DMA? */
 COOP_HIDDEN int coop_dma_usable(const struct coop_context *ctx);
-/* Striped send s: give the engine [off, s->xfer) (its engine job); at
- * its end the job's done callback (ops) runs. */
-COOP_HIDDEN void coop_dma_stripe_part(struct coop_request *s, uint64_t off,
+/* Set the provider's offload engine up if it is not yet (for
+ * coopmpi_xfer.h's jobs, whatever the settings let the protocols use):
+ * 1 it is (*name, if name is not NULL: "hw", "soft"), 0 there is none. */
+COOP_HIDDEN int coop_dma_open(struct coop_context *ctx, const char **name);
+/* coopmpi_xfer.h's COOP_XFER_ENGINE: copy job r (REQ_XFER, r->buf,
+ * r->xfer bytes) by the engine alone, into region key from its byte roff
+ * on, no notification (coop_dma_open() said 1).  ops->done runs when
+ * every piece completed (j->done bytes, j->err), at once for 0 bytes.
+ * r->proto becomes PROTO_DMA. */
+COOP_HIDDEN void coop_dma_put(struct coop_request *r,
+			      const struct coop_rkey *key, uint64_t roff,
+			      const struct coop_job_ops *ops);
+/* Striped send (or copy job) s: give the engine [off, s->xfer) of
+ * s->buf, into region key at roff + off (its engine job); at its end the
+ * job's done callback (ops) runs. */
+COOP_HIDDEN void coop_dma_stripe_part(struct coop_request *s,
+				      const struct coop_rkey *key,
+				      uint64_t roff, uint64_t off,
 				      const struct coop_job_ops *ops);
 /* ... and stop giving it pieces after an error: 1 if none is in flight
  * (the part ended, without its callback), else 0. */

@@ -34,6 +34,12 @@
  * failed from outside (the peer died) drops its engine part as a DMA send
  * does (stripe_release): the pieces in flight complete unheeded; they
  * read only our buffer and write only the dead peer's region.
+ *
+ * coopmpi_xfer.h's COOP_XFER_STRIPE PUT jobs (coop_stripe_put) run the
+ * same two parts (stripe_start) into the caller's region at its offset,
+ * with the same split and R, on a REQ_XFER request: instead of the FIN,
+ * status.count gets the bytes of both parts.  The caller chose to
+ * stripe: no minimum size, no busy check.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -161,13 +167,19 @@ static void adapt_ratio(struct coop_request *s)
 	ctx->proto->stripe_ratio = r < R_MIN ? R_MIN : r > R_MAX ? R_MAX : r;
 }
 
-/* The FIN once both parts ended, with the first error. */
+/* The FIN (a copy job: its byte count) once both parts ended, with the
+ * first error. */
 static void stripe_fin(struct coop_request *s)
 {
+	uint64_t done = s->job.done + s->u.stripe.engine.done;
+
 	if (s->job.queued || dlist_linked(&s->u.stripe.engine.link))
 		return;		/* a part still runs */
 	adapt_ratio(s);
-	coop_proto_sender_fin(s, s->err, s->job.done + s->u.stripe.engine.done);
+	if (s->kind == REQ_SEND)
+		coop_proto_sender_fin(s, s->err, done);
+	else
+		s->status.count = done;
 	coop_req_event(s, EV_LOCAL);
 }
 
@@ -200,16 +212,17 @@ static void engine_done(struct coop_job *j)
 static const struct coop_job_ops cpu_ops = { .done = cpu_done };
 static const struct coop_job_ops engine_ops = { .done = engine_done };
 
-static void stripe_on_cts(struct coop_request *s,
-			  const struct coop_pkt_cts *p)
+/* Copy s->xfer bytes of s->buf into region key from its byte roff on:
+ * the CPU [0, c), the engine [c, s->xfer). */
+static void stripe_start(struct coop_request *s, const struct coop_rkey *key,
+			 uint64_t roff)
 {
 	struct coop_context *ctx = s->ctx;
-	struct coop_rkey key = p->key;
-	int engine = coop_dma_usable(ctx);
+	int engine = coop_dma_open(ctx, NULL);
 	uint64_t c = s->xfer;
 	struct coop_job_args a = {
 		.kind = JOB_WRITE, .peer = s->peer, .local = s->buf,
-		.key = &key, .ops = &cpu_ops,
+		.key = key, .roff = roff, .ops = &cpu_ops,
 	};
 
 	s->pending |= EV_LOCAL;
@@ -227,9 +240,26 @@ static void stripe_on_cts(struct coop_request *s,
 	if (c)
 		coop_job_start(s, &a);
 	if (c < s->xfer)	/* may even end at once */
-		coop_dma_stripe_part(s, c, &engine_ops);
+		coop_dma_stripe_part(s, key, roff, c, &engine_ops);
 	else
 		stripe_fin(s);	/* nothing for the engine (or at all) */
+}
+
+/* The receiver named its region in the CTS (s->xfer set by rndv.c).  A
+ * STRIPE CTS answers only an RTS with PF_ENGINE: our engine is set up. */
+static void stripe_on_cts(struct coop_request *s,
+			  const struct coop_pkt_cts *p)
+{
+	struct coop_rkey key = p->key;
+
+	stripe_start(s, &key, 0);
+}
+
+void coop_stripe_put(struct coop_request *r, const struct coop_rkey *key,
+		     uint64_t roff)
+{
+	r->proto = PROTO_STRIPE;	/* offload_job() and stripe_release */
+	stripe_start(r, key, roff);
 }
 
 /* The receiver answers as for RPUT, with STRIPE in its CTS. */

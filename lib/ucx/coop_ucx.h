@@ -79,9 +79,20 @@ enum {
 	UCT_COOP_MSG_AM = 3,	/* an active message (am.c) */
 };
 
+/* Who copies a put_zcopy (UCX_COOP_PUT; ep.c: put_flags). */
+typedef enum {
+	UCT_COOP_PUT_AUTO,	/* a DMA channel ("hw" engine) from DMA_MIN on */
+	UCT_COOP_PUT_CPU,	/* the initiator's CPU */
+	UCT_COOP_PUT_DMA,	/* the offload engine, from DMA_MIN on */
+	UCT_COOP_PUT_STRIPE,	/* the CPU and the engine, from DMA_MIN on */
+	UCT_COOP_PUT_LAST
+} uct_coop_put_mode_t;
+
 typedef struct uct_coop_iface_config {
 	uct_sm_iface_config_t super;
 	size_t coop_min;	/* UCX_COOP_COOP_MIN */
+	unsigned put;		/* UCX_COOP_PUT: uct_coop_put_mode_t */
+	size_t dma_min;		/* UCX_COOP_DMA_MIN */
 } uct_coop_iface_config_t;
 
 typedef struct uct_coop_iface {
@@ -89,6 +100,10 @@ typedef struct uct_coop_iface {
 	uct_coop_md_t *md;
 	uint8_t id;		/* in md->ifaces */
 	size_t coop_min;
+	uct_coop_put_mode_t put;
+	size_t dma_min;
+	int engine;		/* the md endpoint's offload engine: -1 not
+				 * asked yet, 0 none, 1 "soft", 2 "hw" */
 	ucs_list_link_t eps;	/* uct_coop_ep_t */
 	unsigned npending;	/* eps with pending requests */
 	unsigned ncheck_failed;	/* eps with check_failed */

@@ -14,7 +14,12 @@
  * jobs end when all bytes are in, without waiting for each other.  The
  * writer's DONE then gives the slot's second reference back.
  * PUT_ZCOPY: the initiator writes everything (UCP's put scheme has no
- * reader to help yet).  Active messages are am.c's.
+ * reader to help yet) - its CPU, or from UCX_COOP_DMA_MIN on, as
+ * UCX_COOP_PUT says, libcoopmpi's offload engine (COOP_XFER_ENGINE: the
+ * coopmpi driver's DMA channel) or both (COOP_XFER_STRIPE); the
+ * operation completes when the engine's copies completed, so UCP's ATP
+ * after the fence or flush finds every byte in place.  Without an engine
+ * the CPU copies (put_flags).  Active messages are am.c's.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -216,6 +221,42 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	return status;
 }
 
+/* Who copies a put of len bytes: 0 (the CPU), COOP_XFER_ENGINE or
+ * COOP_XFER_STRIPE (UCX_COOP_PUT).  The engine is set up at the first
+ * put that may use it. */
+static unsigned put_flags(uct_coop_iface_t *iface, size_t len)
+{
+	static const char *const mode[] = { "auto", "cpu", "dma", "stripe" };
+	const char *name = NULL;
+
+	if (iface->put == UCT_COOP_PUT_CPU || len < iface->dma_min)
+		return 0;
+	if (iface->engine < 0) {
+		iface->engine = !coop_xfer_engine(iface->md->ctx, &name) ? 0 :
+				!strcmp(name, "hw") ? 2 : 1;
+		if (!iface->engine)
+			ucs_info("coop: UCX_COOP_PUT=%s: no offload engine "
+				 "(provider %s): the CPU copies put_zcopy",
+				 mode[iface->put],
+				 coop_provider_name(iface->md->ctx));
+		else
+			ucs_info("coop: UCX_COOP_PUT=%s: offload engine %s%s",
+				 mode[iface->put], name,
+				 iface->put == UCT_COOP_PUT_AUTO &&
+				 iface->engine == 1 ? " not used (auto: DMA "
+				 "channels only), the CPU copies put_zcopy" :
+				 "");
+	}
+	switch (iface->put) {
+	case UCT_COOP_PUT_DMA:
+		return iface->engine ? COOP_XFER_ENGINE : 0;
+	case UCT_COOP_PUT_STRIPE:
+		return iface->engine ? COOP_XFER_STRIPE : 0;
+	default:	/* auto */
+		return iface->engine == 2 ? COOP_XFER_ENGINE : 0;
+	}
+}
+
 ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 				   size_t iovcnt, uint64_t remote_addr,
 				   uct_rkey_t rkey, uct_completion_t *comp)
@@ -234,6 +275,7 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 		return UCS_OK;
 	xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
+	p.flags |= put_flags(ep_iface(ep), p.len);
 	return start_op(ep_iface(ep)->md, ep, &p, comp);
 }
 

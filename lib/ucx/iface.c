@@ -22,6 +22,14 @@
 
 #include "coop_ucx.h"
 
+static const char *uct_coop_put_modes[] = {
+	[UCT_COOP_PUT_AUTO] = "auto",
+	[UCT_COOP_PUT_CPU] = "cpu",
+	[UCT_COOP_PUT_DMA] = "dma",
+	[UCT_COOP_PUT_STRIPE] = "stripe",
+	[UCT_COOP_PUT_LAST] = NULL
+};
+
 static ucs_config_field_t uct_coop_iface_config_table[] = {
 	/* the memory bandwidth of two copiers (COOP-p2p) */
 	{"SM_", "BW=22290MBs", NULL,
@@ -32,6 +40,26 @@ static ucs_config_field_t uct_coop_iface_config_table[] = {
 	 "Smaller GET_ZCOPY operations are copied by the reader alone; from\n"
 	 "this size on the writer helps (COOP-p2p, split by the load counters).",
 	 ucs_offsetof(uct_coop_iface_config_t, coop_min),
+	 UCS_CONFIG_TYPE_MEMUNITS},
+
+	{"PUT", "auto",
+	 "Who copies a PUT_ZCOPY (UCX_RNDV_SCHEME=put_zcopy) of UCX_COOP_DMA_MIN\n"
+	 "bytes or more; smaller ones, and all without an offload engine (shm\n"
+	 "provider, coopmpi.ko dma=off), are copied by the initiator's CPU:\n"
+	 " auto   - the offload engine when it is a DMA channel (coopmpi.ko's\n"
+	 "          \"hw\" engine), else the CPU (not the \"soft\" engine, whose\n"
+	 "          kernel threads copy on the node's own CPUs).\n"
+	 " cpu    - the CPU.\n"
+	 " dma    - the offload engine, hw or soft (no CPU copy).\n"
+	 " stripe - the CPU and the engine at the same time, split as\n"
+	 "          libcoopmpi's COOP_RNDV=stripe (COOP_STRIPE_RATIO or measured).",
+	 ucs_offsetof(uct_coop_iface_config_t, put),
+	 UCS_CONFIG_TYPE_ENUM(uct_coop_put_modes)},
+
+	{"DMA_MIN", "1m",
+	 "Smaller PUT_ZCOPY operations are copied by the CPU, whatever\n"
+	 "UCX_COOP_PUT says.",
+	 ucs_offsetof(uct_coop_iface_config_t, dma_min),
 	 UCS_CONFIG_TYPE_MEMUNITS},
 
 	{NULL}
@@ -219,6 +247,9 @@ static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 	self->md = cmd;
 	self->id = (uint8_t)id;
 	self->coop_min = cfg->coop_min;
+	self->put = (uct_coop_put_mode_t)cfg->put;
+	self->dma_min = cfg->dma_min;
+	self->engine = -1;	/* set up at the first put that may use it */
 	ucs_list_head_init(&self->eps);
 	ucs_queue_head_init(&self->rxq);
 	self->npending = 0;

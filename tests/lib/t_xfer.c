@@ -5,9 +5,16 @@
  * PUT jobs, cooperative jobs through a work slot (both sides copy, each
  * chunk once, the reader completes alone when the writer never starts),
  * the slot's references, the COOP-load split, and every argument check.
+ * PUT jobs by the offload engine (COOP_XFER_ENGINE) and striped over the
+ * CPU and the engine (COOP_XFER_STRIPE): sizes 0 B .. 8 MiB at odd
+ * offsets of the peer's region, all in flight at once, every byte (and
+ * the bytes between the ranges) checked, the engine's and the CPU's
+ * shares in the statistics and counters; without an engine the flags
+ * are refused with COOP_ERR_UNSUPPORTED.
  * The tests' own control messages go through coop_send/coop_recv, as an
  * MPI implementation's would go through its own packets.
  */
+#include <check.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -168,6 +175,23 @@ static void bad_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "free slot");
 	p = ok, p.flags = COOP_XFER_PUT, p.slot = 1u << 30;
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "peer slot");
+	p = ok, p.flags = COOP_XFER_PUT | COOP_XFER_ENGINE | COOP_XFER_STRIPE;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG,
+		 "engine and stripe");
+	p = ok, p.flags = COOP_XFER_PUT | (1u << 4);
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG, "unknown flag");
+	p = ok, p.flags = COOP_XFER_ENGINE;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG,
+		 "engine, no direction");
+	p = ok, p.flags = COOP_XFER_PUT | COOP_XFER_STRIPE, p.slot = 1u << 30;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_ARG,
+		 "stripe with a slot");
+	p = ok, p.flags = COOP_XFER_GET | COOP_XFER_ENGINE;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_UNSUPPORTED,
+		 "engine GET");
+	p = ok, p.flags = COOP_XFER_GET | COOP_XFER_STRIPE;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_UNSUPPORTED,
+		 "striped GET");
 	p = ok, p.peer = 2;
 	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_RANK, "rank");
 	T_ASSERT(coop_xfer_start(ctx, NULL, &r) == COOP_ERR_ARG, "NULL");
@@ -486,6 +510,230 @@ static int dynamic_reconnect_rank(coop_context_t *ctx, int rank, int size,
 	return 0;
 }
 
+/* ---------------- PUT jobs by the offload engine ---------------- */
+
+static const size_t eng_sizes[] = { 0, 1, 4097, (1u << 20) + 3, 8u << 20 };
+#define NENG (int)(sizeof(eng_sizes) / sizeof(eng_sizes[0]))
+#define ENG_GAP 7		/* untouched bytes between the ranges */
+#define ENG_OLD 0x5a		/* what the region held before */
+
+struct eng_case {
+	const char *name;
+	const char *const *env;
+	unsigned mode;		/* COOP_XFER_ENGINE or COOP_XFER_STRIPE */
+	int ratio;		/* COOP_STRIPE_RATIO in env: 0, 1; -1 none */
+};
+
+struct eng_outcome {
+	const struct eng_case *c;
+	int engine;		/* t_engine_present() */
+};
+
+/* Where size i goes in the peer's region (odd offsets). */
+static size_t eng_off(int i)
+{
+	size_t off = 5;
+	int k;
+
+	for (k = 0; k < i; k++)
+		off += eng_sizes[k] + ENG_GAP;
+	return off;
+}
+
+/* The engine's share of n bytes with R = 1 (stripe.c: the CPU takes
+ * n / 2, to the nearest page). */
+static uint64_t eng_half(uint64_t n)
+{
+	return n - ((n / 2 + 2048) & ~(uint64_t)4095);
+}
+
+/* Rank 0 has no engine: both flags refused, nothing starts. */
+static void eng_refused(coop_context_t *ctx, char *buf, const coop_rkey_t *key)
+{
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .peer = 1, .slot = COOP_XFER_NO_SLOT,
+		.local = buf, .len = 4096, .key = *key, .offset = 5,
+	};
+	coop_request_t *r = NULL;
+	const char *name = "none";
+
+	T_ASSERT(!coop_xfer_engine(ctx, &name) && !strcmp(name, "none"),
+		 "no engine, yet coop_xfer_engine says %s", name);
+	p.flags = COOP_XFER_PUT | COOP_XFER_ENGINE;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_UNSUPPORTED && !r,
+		 "ENGINE without an engine");
+	p.flags = COOP_XFER_PUT | COOP_XFER_STRIPE;
+	T_ASSERT(coop_xfer_start(ctx, &p, &r) == COOP_ERR_UNSUPPORTED && !r,
+		 "STRIPE without an engine");
+	p.flags = COOP_XFER_PUT;	/* the CPU still copies */
+	T_OK(coop_xfer_start(ctx, &p, &r));
+	T_OK(coop_wait(&r, NULL));
+}
+
+/* Rank 0: every size at once into rank 1's region, then the outcome. */
+static void eng_put(coop_context_t *ctx, const struct eng_outcome *o,
+		    char **src, const coop_rkey_t *key)
+{
+	const struct eng_case *c = o->c;
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = COOP_XFER_PUT | c->mode, .peer = 1,
+		.slot = COOP_XFER_NO_SLOT, .key = *key,
+	};
+	coop_request_t *r[NENG];
+	coop_status_t st[NENG];
+	coop_stats_t stats;
+	coop_load_t load;
+	uint64_t all = 0, half = 0;
+	const char *name = NULL;
+	int i, want = c->mode == COOP_XFER_ENGINE ? COOP_PROTOCOL_DMA :
+						     COOP_PROTOCOL_STRIPE;
+
+	T_ASSERT(coop_xfer_engine(ctx, &name) == 1 && name &&
+		 (!strcmp(name, "hw") || !strcmp(name, "soft")),
+		 "the engine: %s", name ? name : "(null)");
+	T_ASSERT(coop_xfer_engine(ctx, NULL) == 1, "asked again");
+	T_OK(coop_reset_stats(ctx));
+	for (i = 0; i < NENG; i++) {
+		p.local = src[i];
+		p.len = eng_sizes[i];
+		p.offset = eng_off(i);
+		T_OK(coop_xfer_start(ctx, &p, &r[i]));
+		all += eng_sizes[i];
+		half += eng_half(eng_sizes[i]);
+	}
+	T_OK(coop_waitall(NENG, r, st));
+	for (i = 0; i < NENG; i++)
+		T_ASSERT(!st[i].error && st[i].count == eng_sizes[i] &&
+			 st[i].protocol == want, "size %zu: %s, count %zu, "
+			 "protocol %d", eng_sizes[i], coop_strerror(st[i].error),
+			 st[i].count, st[i].protocol);
+	T_OK(coop_get_stats(ctx, &stats));
+	T_OK(coop_get_load(ctx, 0, &load));
+	fprintf(stderr, "xfer %s (%s engine): %llu bytes, engine %llu, CPU "
+		"%llu (load counters: %llu)\n", c->name, name,
+		(unsigned long long)all,
+		(unsigned long long)stats.offload_bytes,
+		(unsigned long long)stats.copy_bytes,
+		(unsigned long long)load.total_bytes);
+	T_ASSERT(stats.offload_bytes + stats.copy_bytes == all,
+		 "engine %llu + CPU %llu != %llu",
+		 (unsigned long long)stats.offload_bytes,
+		 (unsigned long long)stats.copy_bytes, (unsigned long long)all);
+	for (i = 0; i < COOP_PROTOCOL_COUNT; i++)
+		T_ASSERT(!stats.sent[i] && !stats.received[i],
+			 "copy jobs counted as messages (%d)", i);
+	if (c->mode == COOP_XFER_ENGINE || c->ratio == 1) {
+		uint64_t eng = c->mode == COOP_XFER_ENGINE ? all : half;
+
+		T_ASSERT(stats.offload_bytes == eng, "engine %llu, want %llu",
+			 (unsigned long long)stats.offload_bytes,
+			 (unsigned long long)eng);
+		/* no calibration copy: the load counters saw the CPU's part */
+		T_ASSERT(load.total_bytes == all - eng,
+			 "load counters: %llu, want %llu",
+			 (unsigned long long)load.total_bytes,
+			 (unsigned long long)(all - eng));
+	}
+	if (c->ratio == 0)
+		T_ASSERT(!stats.offload_bytes, "R = 0: the CPU copies all");
+}
+
+/* Rank 1 offers its region (filled with ENG_OLD), rank 0 writes every
+ * size into it; rank 1 checks every byte. */
+static int eng_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct eng_outcome *o = arg;
+	size_t reg = eng_off(NENG) + 16;
+	struct ctl c = { .slot = COOP_XFER_NO_SLOT };
+	char *region = NULL, *base[NENG], *src[NENG];
+	long bad;
+	int i;
+
+	(void)size;
+	if (rank == 1) {
+		region = malloc(reg);
+		memset(region, ENG_OLD, reg);
+		T_OK(coop_mem_reg(ctx, region, reg, COOP_ACCESS_WRITE, &c.key));
+		ctl_send(ctx, 0, &c);
+		ctl_recv(ctx, 0, &c);	/* done */
+		T_OK(coop_mem_dereg(ctx, &c.key));
+		if (!o->engine) {	/* only the CPU's 4 KiB at 5 */
+			T_ASSERT(t_check(region + 5, 4096, 42) < 0,
+				 "the CPU's PUT");
+			memset(region + 5, ENG_OLD, 4096);
+		}
+		for (i = 0; o->engine && i < NENG; i++) {
+			bad = t_check(region + eng_off(i), eng_sizes[i],
+				      (uint32_t)(i + 1));
+			T_ASSERT(bad < 0, "size %zu: byte %ld differs",
+				 eng_sizes[i], bad);
+		}
+		for (i = 0; i <= NENG; i++) {	/* the gaps, the ends */
+			size_t from = i ? eng_off(i) - ENG_GAP : 0;
+			size_t to = i < NENG ? eng_off(i) : reg, k;
+
+			for (k = from; k < to; k++)
+				T_ASSERT((unsigned char)region[k] == ENG_OLD,
+					 "byte %zu outside the ranges: %#x", k,
+					 (unsigned char)region[k]);
+		}
+		free(region);
+		return 0;
+	}
+	for (i = 0; i < NENG; i++) {
+		base[i] = malloc(eng_sizes[i] + 2);
+		src[i] = base[i] + 1 + i % 2;	/* unaligned */
+		t_fill(src[i], eng_sizes[i], (uint32_t)(i + 1));
+	}
+	ctl_recv(ctx, 1, &c);
+	if (o->engine) {
+		eng_put(ctx, o, src, &c.key);
+	} else {
+		t_fill(src[NENG - 1], 4096, 42);
+		eng_refused(ctx, src[NENG - 1], &c.key);
+	}
+	ctl_send(ctx, 1, &c);
+	for (i = 0; i < NENG; i++)
+		free(base[i]);
+	return 0;
+}
+
+static const char *const env_ratio1[] = { "COOP_STRIPE_RATIO=1", NULL };
+static const char *const env_ratio0[] = { "COOP_STRIPE_RATIO=0", NULL };
+
+static const struct eng_case eng_cases[] = {
+	{ "ENGINE", NULL, COOP_XFER_ENGINE, -1 },
+	{ "STRIPE, R = 1", env_ratio1, COOP_XFER_STRIPE, 1 },
+	{ "STRIPE, R measured", NULL, COOP_XFER_STRIPE, -1 },
+	{ "STRIPE, R = 0", env_ratio0, COOP_XFER_STRIPE, 0 },
+};
+#define NENG_CASES (int)(sizeof(eng_cases) / sizeof(eng_cases[0]))
+
+START_TEST(test_xfer_engine)
+{
+	struct eng_outcome *o = shared_alloc(sizeof(*o));
+	const struct eng_case *c = &eng_cases[_i];
+	uint64_t before = 0, after;
+	int jobs = NENG - 1;	/* not the empty one */
+
+	o->c = c;
+	o->engine = t_engine_present();
+	fprintf(stderr, "xfer: %s, %s\n", c->name,
+		o->engine ? "offload engine" : "no engine: refused");
+	if (o->engine)
+		before = t_sysfs_u64("dma_completed");
+	ck_assert_int_eq(run_ranks(2, c->env, eng_rank, o, 120, NULL), 0);
+	if (o->engine && c->ratio != 0) {	/* R = 0: the CPU alone */
+		after = t_sysfs_u64("dma_completed");
+		ck_assert_msg(before != UINT64_MAX && after - before >=
+			      (uint64_t)jobs, "dma_completed grew by %llu, "
+			      "%d jobs", (unsigned long long)(after - before),
+			      jobs);
+	}
+	shared_free(o, sizeof(*o));
+}
+END_TEST
+
 static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
 static const int writer_present = 0, writer_absent = 1;
 
@@ -532,5 +780,6 @@ TCase *tc_xfer(void)
 	tcase_add_loop_test(tc, test_dynamic, 0,
 			    (int)(sizeof(dynamic_cases) /
 				  sizeof(dynamic_cases[0])));
+	tcase_add_loop_test(tc, test_xfer_engine, 0, NENG_CASES);
 	return tc;
 }

@@ -86,6 +86,46 @@ expect "openmpi: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tm
 	"$env_run" -t coop,self mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
 	NPopenmpi -i -u 4194304 -o "$tmp/np4.out"
 
+# 2c. put_zcopy rendezvous (UCX_RNDV_SCHEME=put_zcopy) by the offload
+#     engine (UCX_COOP_PUT=dma), striped over CPU and engine (stripe), and
+#     auto (the engine only if it is a DMA channel, "hw"), data checked.
+#     Where the engine copies (the driver's, in the VM) the interface
+#     names it and its copies show in sysfs dma_completed (one per put
+#     from UCX_COOP_DMA_MIN = 1 MiB on: mpi_check has 36 such messages);
+#     where it does not, none do: no engine (shm, dma=off: the interface
+#     says so), or auto with the soft engine.
+engine=none
+[[ -e /dev/coopmpi && -r /sys/kernel/coopmpi/dma_engine ]] &&
+	engine=$(cat /sys/kernel/coopmpi/dma_engine)
+dma_done() { cat /sys/kernel/coopmpi/dma_completed 2>/dev/null || echo 0; }
+for mode in dma stripe auto; do
+	log=$tmp/put.$mode
+	before=$(dma_done)
+	expect "mpich: put_zcopy, UCX_COOP_PUT=$mode: mpi_check (0 B .. 16 MiB, data checked)" \
+		"$log" "$env_run" "${mpich[@]}" -genv UCX_RNDV_SCHEME put_zcopy \
+		-genv UCX_COOP_PUT $mode "$tmp/check.mpich"
+	grown=$(($(dma_done) - before))
+	if [[ $engine == none ]]; then
+		name="no offload engine, the CPU copied"
+		said="UCX_COOP_PUT=$mode: no offload engine"
+		want=0
+	elif [[ $mode == auto && $engine != hw ]]; then
+		name="the $engine engine not used, the CPU copied"
+		said="UCX_COOP_PUT=auto: offload engine $engine not used"
+		want=0
+	else
+		name="the $engine offload engine copied ($grown copies)"
+		said="UCX_COOP_PUT=$mode: offload engine $engine"
+		want=36
+	fi
+	if grep -q 'mpi_check: ok' "$log" && grep -q "$said" "$log" &&
+		((want ? grown >= want : grown == 0)); then
+		ok "mpich: put_zcopy, UCX_COOP_PUT=$mode: $name"
+	else
+		nok "mpich: put_zcopy, UCX_COOP_PUT=$mode: $name (dma_completed +$grown)" "$log"
+	fi
+done
+
 provider=shm
 [[ -e /dev/coopmpi ]] && provider=kmod
 if grep -q "coopmpi\[[0-9]*\]: provider $provider" "$tmp/mpich"; then
