@@ -265,6 +265,25 @@ COOP_API int coop_msg_set_data_handler(coop_context_t *ctx,
 				       coop_msg_data_cb_t cb, void *arg);
 
 /*
+ * Waiting in an event loop: coop_event_fd() gives a file descriptor that
+ * polls readable (POLLIN) when a message comes for this context after
+ * coop_event_arm() returned COOP_SUCCESS; the next progress step disarms
+ * it.  The driver's endpoint has one; the shm provider has none.
+ *
+ *   if (coop_event_arm(ctx) == COOP_SUCCESS) poll(fd) ... ;
+ *   coop_progress(ctx);
+ */
+/* coop_event_fd - the descriptor (owned by ctx: do not close).  Returns
+ * COOP_SUCCESS, COOP_ERR_UNSUPPORTED (this provider has none),
+ * COOP_ERR_ARG, COOP_ERR_STATE. */
+COOP_API int coop_event_fd(coop_context_t *ctx, int *fd);
+/* coop_event_arm - ask for the fd to fire on the next message.  Returns
+ * COOP_SUCCESS (armed: sleeping on the fd is safe), COOP_ERR_STATE (do
+ * not sleep: a message is there already, or copies, backlogged messages
+ * or a peer's death need progress), COOP_ERR_UNSUPPORTED, COOP_ERR_ARG. */
+COOP_API int coop_event_arm(coop_context_t *ctx);
+
+/*
  * Peers that went: the handler runs once per connected peer, from a
  * progress step, when the peer finalized (crashed = 0: it said goodbye)
  * or died (crashed = 1: noticed by the periodic liveness check, a failed

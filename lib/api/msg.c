@@ -211,6 +211,38 @@ int coop_msg_set_data_handler(coop_context_t *ctx, coop_msg_data_cb_t cb,
 	return COOP_SUCCESS;
 }
 
+/* ---------------- waiting on a file descriptor ---------------- */
+
+int coop_event_fd(coop_context_t *ctx, int *fd)
+{
+	int rc = coop_xfer_check_ctx(ctx);
+
+	if (rc)
+		return rc;
+	if (!fd)
+		return COOP_ERR_ARG;
+	if (!ctx->prov.ops->event_fd)
+		return COOP_ERR_UNSUPPORTED;
+	*fd = ctx->prov.ops->event_fd(&ctx->prov);
+	return COOP_SUCCESS;
+}
+
+int coop_event_arm(coop_context_t *ctx)
+{
+	int rc = coop_xfer_check_ctx(ctx);
+
+	if (rc)
+		return rc;
+	if (!ctx->prov.ops->event_arm)
+		return COOP_ERR_UNSUPPORTED;
+	if (coop_work_pending(ctx))
+		return COOP_ERR_STATE;
+	ctx->event_armed = 1;
+	if (ctx->prov.ops->event_arm(&ctx->prov, 1))
+		return COOP_ERR_STATE;	/* a message is there */
+	return COOP_SUCCESS;
+}
+
 /* ---------------- peers that went ---------------- */
 
 static void on_peer_gone(struct coop_context *ctx, int peer)

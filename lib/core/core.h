@@ -305,6 +305,7 @@ struct coop_context {
 	int nconnected;		/* peers connected, ourselves included */
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */
+	int event_armed;	/* the provider's event fd is armed */
 	uint64_t last_check_ns;
 	/* what the layers above registered */
 	coop_am_handler_t am[PKT_TYPE_MAX];
@@ -346,6 +347,10 @@ COOP_HIDDEN void coop_check_peers(struct coop_context *ctx);
 COOP_HIDDEN void coop_hdr_init(struct coop_context *ctx,
 			       struct coop_pkt_hdr *h, uint8_t type,
 			       uint16_t comm, int tag);
+/* Is there work that progresses without a message to us (copies,
+ * backlog, the engine), or a death to handle?  Then nobody should sleep
+ * on the event fd. */
+COOP_HIDDEN int coop_work_pending(const struct coop_context *ctx);
 /* Until all backlogged packets went out (or their peers died). */
 COOP_HIDDEN void coop_flush_backlog(struct coop_context *ctx);
 

@@ -288,6 +288,10 @@ int coop_progress_once(struct coop_context *ctx)
 	union coop_pkt pkt;
 	int n = 0;
 
+	if (unlikely(ctx->event_armed)) {	/* awake: no more doorbells */
+		ctx->prov.ops->event_arm(&ctx->prov, 0);
+		ctx->event_armed = 0;
+	}
 	if (unlikely(ctx->deaths))
 		process_deaths(ctx);
 	while (n < POLL_BATCH && ctx->prov.ops->poll_msg(&ctx->prov, &pkt) > 0) {
@@ -316,6 +320,11 @@ static int silent_work(const struct coop_context *ctx)
 {
 	return !dlist_empty(&ctx->jobs) || ctx->nbacklogged ||
 	       (ctx->up.silent_work && ctx->up.silent_work(ctx));
+}
+
+int coop_work_pending(const struct coop_context *ctx)
+{
+	return silent_work(ctx) || ctx->deaths;
 }
 
 /* The k-th sleep of a blocked caller: until a message may be there, for

@@ -264,6 +264,23 @@ static int kmod_wait_msg(struct coop_provider *p, long timeout_us)
 	return coop_ring_sleep(&k->own, timeout_us, kmod_sleep, &k->fd);
 }
 
+/* The endpoint's file polls readable while its ring holds a message;
+ * producers' doorbells wake pollers. */
+static int kmod_event_fd(struct coop_provider *p)
+{
+	return ((struct kmod_priv *)p->priv)->fd;
+}
+
+static int kmod_event_arm(struct coop_provider *p, int arm)
+{
+	struct kmod_priv *k = p->priv;
+
+	if (arm)
+		return coop_ring_arm(&k->own);
+	coop_ring_disarm(&k->own);
+	return 0;
+}
+
 static int kmod_reg(struct coop_provider *p, void *addr, size_t len,
 		    unsigned int access, struct coop_rkey *key)
 {
@@ -382,6 +399,8 @@ const struct coop_provider_ops coop_provider_kmod = {
 	.send_msg = kmod_send_msg,
 	.poll_msg = kmod_poll_msg,
 	.wait_msg = kmod_wait_msg,
+	.event_fd = kmod_event_fd,
+	.event_arm = kmod_event_arm,
 	.reg = kmod_reg,
 	.dereg = kmod_dereg,
 	.copy = kmod_copy,

@@ -88,6 +88,13 @@ struct coop_provider_ops {
 	 * sent meanwhile is never slept through.
 	 */
 	int (*wait_msg)(struct coop_provider *p, long timeout_us);
+	/*
+	 * Optional (NULL: the provider has none): a file descriptor that
+	 * polls readable when a message came after event_arm(p, 1) returned
+	 * 0 (1: one is there already); event_arm(p, 0) ends that.
+	 */
+	int (*event_fd)(struct coop_provider *p);
+	int (*event_arm)(struct coop_provider *p, int arm);
 
 	/* Regions and single-copy transfers. */
 	int (*reg)(struct coop_provider *p, void *addr, size_t len,

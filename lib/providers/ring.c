@@ -99,6 +99,19 @@ int coop_ring_dequeue(struct coop_ring *r, void *msg)
 	return 1;
 }
 
+int coop_ring_arm(struct coop_ring *r)
+{
+	__atomic_store_n(&r->hdr->wake_requested, 1, __ATOMIC_RELAXED);
+	/* as in coop_ring_sleep(): the producer rings, or we see it here */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return coop_ring_ready(r);
+}
+
+void coop_ring_disarm(struct coop_ring *r)
+{
+	__atomic_store_n(&r->hdr->wake_requested, 0, __ATOMIC_RELAXED);
+}
+
 int coop_ring_sleep(struct coop_ring *r, long timeout_us,
 		    void (*sleep)(void *arg, const struct timespec *timeout),
 		    void *arg)

@@ -47,5 +47,13 @@ int coop_ring_ready(const struct coop_ring *r);
 int coop_ring_sleep(struct coop_ring *r, long timeout_us,
 		    void (*sleep)(void *arg, const struct timespec *timeout),
 		    void *arg);
+/*
+ * Consumer waiting on the provider's fd elsewhere (an event loop): ask
+ * producers for a doorbell from now on; 1 when a message is already
+ * there (then the fd may never fire: progress instead).  Until
+ * coop_ring_disarm(), every message rings.
+ */
+int coop_ring_arm(struct coop_ring *r);
+void coop_ring_disarm(struct coop_ring *r);
 
 #endif

@@ -3,11 +3,12 @@
  * t_msg.c - include/coopmpi_xfer.h's messages beyond coop_msg_send:
  * messages with a payload in a bounce slot (coop_msg_buf_get/send/put,
  * the data handler), the slots' accounting, the backlog count
- * (coop_msg_queued), and the peers that went (the peer handler,
- * coop_peer_check).  Every payload and header byte is checked, and the
+ * (coop_msg_queued), the peers that went (the peer handler,
+ * coop_peer_check), and the event fd (coop_event_fd/arm).  Every payload and header byte is checked, and the
  * order of both kinds of messages on a pair of ranks.
  */
 #include <check.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -869,6 +870,77 @@ static int peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	return 0;
 }
 
+/* ---------------- the event fd ---------------- */
+
+static void count_msg(void *arg, int src, const void *msg, size_t len)
+{
+	(void)src, (void)msg, (void)len;
+	(*(int *)arg)++;
+}
+
+/* Arm as soon as nothing is left to progress (init's own traffic). */
+static void arm_when_idle(coop_context_t *ctx)
+{
+	double end = deadline(20);
+	int rc;
+
+	while ((rc = coop_event_arm(ctx)) == COOP_ERR_STATE) {
+		T_OK(coop_progress(ctx));
+		if (now_s() > end)
+			T_FAIL("coop_event_arm still busy after 20 s");
+	}
+	T_OK(rc);
+}
+
+/*
+ * The driver's endpoint: after arming, the fd is quiet until rank 1's
+ * message, then readable; arming with a message waiting is refused.
+ * shm: no fd at all.
+ */
+static int event_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct flags *fl = arg;
+	int fd = -1, got = 0, one = 1;
+	struct pollfd pfd;
+
+	(void)size;
+	if (strcmp(coop_provider_name(ctx), "kmod")) {
+		T_ASSERT(coop_event_fd(ctx, &fd) == COOP_ERR_UNSUPPORTED &&
+			 coop_event_arm(ctx) == COOP_ERR_UNSUPPORTED,
+			 "shm: no event fd");
+		return 0;
+	}
+	T_ASSERT(coop_event_fd(NULL, &fd) == COOP_ERR_ARG &&
+		 coop_event_fd(ctx, NULL) == COOP_ERR_ARG &&
+		 coop_event_arm(NULL) == COOP_ERR_ARG, "bad arguments");
+	T_OK(coop_event_fd(ctx, &fd));
+	T_OK(coop_msg_set_handler(ctx, count_msg, &got));
+	if (rank == 1) {
+		flag_wait(fl, 0);	/* rank 0 armed */
+		T_OK(coop_msg_send(ctx, 0, &one, sizeof(one)));
+		flag_wait(fl, 1);	/* it woke and took it */
+		T_OK(coop_msg_send(ctx, 0, &one, sizeof(one)));
+		flag_set(fl, 2);
+		flag_wait(fl, 3);
+		return 0;
+	}
+	arm_when_idle(ctx);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	T_ASSERT(poll(&pfd, 1, 0) == 0, "readable with nothing sent");
+	flag_set(fl, 0);
+	T_ASSERT(poll(&pfd, 1, (int)(20000 * t_time_scale())) == 1 &&
+		 (pfd.revents & POLLIN), "no wake-up by the message");
+	progress_until(ctx, &got, 1, "the first message");
+	flag_set(fl, 1);
+	flag_wait(fl, 2);
+	T_ASSERT(coop_event_arm(ctx) == COOP_ERR_STATE,
+		 "armed while a message waits");
+	progress_until(ctx, &got, 2, "the second message");
+	flag_set(fl, 3);
+	return 0;
+}
+
 /* ---------------- the test case ---------------- */
 
 static const size_t max_default = 64 << 10, max_128k = 128 << 10;
@@ -931,6 +1003,15 @@ START_TEST(test_msg_peer_gone)
 }
 END_TEST
 
+START_TEST(test_msg_event_fd)
+{
+	struct flags *fl = shared_alloc(4096);
+
+	ck_assert_int_eq(run_ranks(2, NULL, event_rank, fl, 60, NULL), 0);
+	shared_free(fl, 4096);
+}
+END_TEST
+
 TCase *tc_msg(void)
 {
 	TCase *tc = tcase_create("msg");
@@ -942,5 +1023,6 @@ TCase *tc_msg(void)
 	tcase_add_loop_test(tc, test_msg_no_handler, 0, 2);
 	tcase_add_test(tc, test_msg_queued);
 	tcase_add_test(tc, test_msg_peer_gone);
+	tcase_add_test(tc, test_msg_event_fd);
 	return tc;
 }
