@@ -68,7 +68,6 @@ int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb, void *arg)
 		return COOP_ERR_ARG;
 	ctx->msg_cb = cb;
 	ctx->msg_arg = arg;
-	coop_am_register(ctx, PKT_USER, on_user_msg);
 	return COOP_SUCCESS;
 }
 
@@ -207,7 +206,6 @@ int coop_msg_set_data_handler(coop_context_t *ctx, coop_msg_data_cb_t cb,
 		return COOP_ERR_ARG;
 	ctx->data_cb = cb;
 	ctx->data_arg = arg;
-	coop_am_register(ctx, PKT_USER_DATA, on_user_data);
 	return COOP_SUCCESS;
 }
 

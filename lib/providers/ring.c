@@ -102,7 +102,8 @@ int coop_ring_dequeue(struct coop_ring *r, void *msg)
 int coop_ring_arm(struct coop_ring *r)
 {
 	__atomic_store_n(&r->hdr->wake_requested, 1, __ATOMIC_RELAXED);
-	/* as in coop_ring_sleep(): the producer rings, or we see it here */
+	/* pairs with the fence in coop_ring_enqueue(): either the producer
+	 * sees our request and rings, or we see its message here */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return coop_ring_ready(r);
 }
@@ -119,12 +120,8 @@ int coop_ring_sleep(struct coop_ring *r, long timeout_us,
 	struct timespec ts = { timeout_us / 1000000,
 			       timeout_us % 1000000 * 1000 };
 
-	__atomic_store_n(&r->hdr->wake_requested, 1, __ATOMIC_RELAXED);
-	/* pairs with the fence in coop_ring_enqueue(): either the producer
-	 * sees our request and rings, or we see its message here */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!coop_ring_ready(r))
+	if (!coop_ring_arm(r))
 		sleep(arg, timeout_us >= 0 ? &ts : NULL);
-	__atomic_store_n(&r->hdr->wake_requested, 0, __ATOMIC_RELAXED);
+	coop_ring_disarm(r);
 	return coop_ring_ready(r);
 }

@@ -56,11 +56,6 @@ typedef struct rx_desc {
 	uint8_t data[];
 } rx_desc_t;
 
-static uct_coop_iface_t *ep_iface(const uct_coop_ep_t *ep)
-{
-	return ucs_derived_of(ep->super.super.iface, uct_coop_iface_t);
-}
-
 static ucs_status_t status_of(int rc)
 {
 	switch (rc) {
@@ -77,15 +72,14 @@ static ucs_status_t status_of(int rc)
 
 ucs_status_t uct_coop_ep_send_status(uct_coop_ep_t *ep)
 {
+	ucs_status_t status = uct_coop_ep_gate(ep);
 	int queued;
 
-	if (ep->failed)
-		return UCS_ERR_CONNECTION_RESET;
-	if (ep->fenced)
-		return UCS_ERR_NO_RESOURCE;
+	if (status != UCS_OK)
+		return status;
 	/* a peer that went (even cleanly) takes nothing more, pending or
 	 * not: flushes do not wait for what cannot go */
-	queued = coop_msg_queued(ep_iface(ep)->md->ctx, ep->peer);
+	queued = coop_msg_queued(uct_coop_ep_iface(ep)->md->ctx, ep->peer);
 	if (queued < 0)
 		return status_of(-queued);
 	if (!ep->dispatching && !ucs_queue_is_empty(&ep->pending))
@@ -112,7 +106,7 @@ static ucs_status_t am_short_send(uct_coop_ep_t *ep, uint8_t id,
 	if (status != UCS_OK)
 		return status;
 	am_hdr_init(&m->h, ep, id);
-	status = status_of(coop_msg_send(ep_iface(ep)->md->ctx, ep->peer, m,
+	status = status_of(coop_msg_send(uct_coop_ep_iface(ep)->md->ctx, ep->peer, m,
 					 sizeof(m->h) + len));
 	UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, AM, SHORT, len);
 	return status;
@@ -157,7 +151,7 @@ ssize_t uct_coop_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 			     unsigned flags)
 {
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
-	coop_context_t *ctx = ep_iface(ep)->md->ctx;
+	coop_context_t *ctx = uct_coop_ep_iface(ep)->md->ctx;
 	ucs_status_t status = uct_coop_ep_send_status(ep);
 	struct am_hdr h;
 	coop_msg_buf_t buf;
@@ -193,7 +187,7 @@ ucs_status_t uct_coop_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 	(void)flags;
 	/* always queued: dispatched by the next progress, in order */
 	if (ucs_queue_is_empty(&ep->pending))
-		ep_iface(ep)->npending++;
+		uct_coop_ep_iface(ep)->npending++;
 	uct_pending_req_queue_push(&ep->pending, req);
 	UCT_TL_EP_STAT_PEND(&ep->super);
 	return UCS_OK;
@@ -208,7 +202,7 @@ void uct_coop_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
 	if (ucs_queue_is_empty(&ep->pending))
 		return;
 	uct_pending_queue_purge(priv, &ep->pending, 1, cb, arg);
-	ep_iface(ep)->npending--;
+	uct_coop_ep_iface(ep)->npending--;
 }
 
 static void ep_dispatch(uct_coop_ep_t *ep)
@@ -220,7 +214,7 @@ static void ep_dispatch(uct_coop_ep_t *ep)
 				   uct_coop_ep_send_status(ep) == UCS_OK);
 	ep->dispatching = 0;
 	if (ucs_queue_is_empty(&ep->pending))
-		ep_iface(ep)->npending--;
+		uct_coop_ep_iface(ep)->npending--;
 }
 
 static unsigned dispatch_pending(uct_coop_iface_t *iface)
@@ -378,10 +372,10 @@ ucs_status_t uct_coop_ep_check(uct_ep_h tl_ep, unsigned flags,
 
 	UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
 	if (!ep->failed && !ep->check_failed &&
-	    coop_peer_check(ep_iface(ep)->md->ctx, ep->peer) ==
+	    coop_peer_check(uct_coop_ep_iface(ep)->md->ctx, ep->peer) ==
 	    COOP_ERR_PEER_DEAD) {
 		ep->check_failed = 1;
-		ep_iface(ep)->ncheck_failed++;
+		uct_coop_ep_iface(ep)->ncheck_failed++;
 	}
 	return UCS_OK;
 }

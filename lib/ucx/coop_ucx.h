@@ -88,6 +88,17 @@ typedef enum {
 	UCT_COOP_PUT_LAST
 } uct_coop_put_mode_t;
 
+/* Their names (UCX_COOP_PUT's values; iface.c). */
+extern const char *uct_coop_put_modes[];
+
+/* The offload engine an interface found (iface->engine). */
+enum {
+	UCT_COOP_ENGINE_UNKNOWN = -1,	/* not asked yet */
+	UCT_COOP_ENGINE_NONE,
+	UCT_COOP_ENGINE_SOFT,		/* the driver's kernel threads */
+	UCT_COOP_ENGINE_HW,		/* a DMA channel */
+};
+
 typedef struct uct_coop_iface_config {
 	uct_sm_iface_config_t super;
 	size_t coop_min;	/* UCX_COOP_COOP_MIN */
@@ -102,8 +113,7 @@ typedef struct uct_coop_iface {
 	size_t coop_min;
 	uct_coop_put_mode_t put;
 	size_t dma_min;
-	int engine;		/* the md endpoint's offload engine: -1 not
-				 * asked yet, 0 none, 1 "soft", 2 "hw" */
+	int engine;		/* the md endpoint's: UCT_COOP_ENGINE_* */
 	ucs_list_link_t eps;	/* uct_coop_ep_t */
 	unsigned npending;	/* eps with pending requests */
 	unsigned ncheck_failed;	/* eps with check_failed */
@@ -131,6 +141,21 @@ typedef struct uct_coop_ep {
 	ucs_list_link_t list;		/* iface->eps */
 	ucs_queue_head_t pending;	/* uct_pending_req_t */
 } uct_coop_ep_t;
+
+static inline uct_coop_iface_t *uct_coop_ep_iface(const uct_coop_ep_t *ep)
+{
+	return ucs_derived_of(ep->super.super.iface, uct_coop_iface_t);
+}
+
+/* What refuses any operation of ep now, whatever its kind:
+ * UCS_ERR_CONNECTION_RESET (the peer died), UCS_ERR_NO_RESOURCE (a fence
+ * waits for earlier operations), else UCS_OK. */
+static inline ucs_status_t uct_coop_ep_gate(const uct_coop_ep_t *ep)
+{
+	if (ep->failed)
+		return UCS_ERR_CONNECTION_RESET;
+	return ep->fenced ? UCS_ERR_NO_RESOURCE : UCS_OK;
+}
 
 /* md.c */
 /* The md's endpoint of the domain, created on first use (NULL: failed,

@@ -34,7 +34,7 @@
 
 /* The reader's help request, and (type DONE, slot) the writer's end. */
 struct coop_help {
-	uint8_t type;		/* UCT_COOP_UCT_COOP_MSG_HELP or _DONE */
+	uint8_t type;		/* UCT_COOP_MSG_HELP or _DONE */
 	uint8_t pad[3];
 	uint32_t slot;
 	uint64_t len;
@@ -101,11 +101,6 @@ typedef struct uct_coop_flush {
 	ucs_list_link_t list;
 	uct_completion_t *comp;
 } uct_coop_flush_t;
-
-static uct_coop_iface_t *ep_iface(const uct_coop_ep_t *ep)
-{
-	return ucs_derived_of(ep->super.super.iface, uct_coop_iface_t);
-}
 
 static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 			     const coop_xfer_params_t *p,
@@ -198,15 +193,14 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 				   uct_rkey_t rkey, uct_completion_t *comp)
 {
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
-	uct_coop_iface_t *iface = ep_iface(ep);
+	uct_coop_iface_t *iface = uct_coop_ep_iface(ep);
 	coop_xfer_params_t p;
 	ucs_status_t status;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_get_zcopy");
-	if (ep->failed)
-		return UCS_ERR_CONNECTION_RESET;
-	if (ep->fenced)
-		return UCS_ERR_NO_RESOURCE;
+	status = uct_coop_ep_gate(ep);
+	if (status != UCS_OK)
+		return status;
 	if (!iov_contiguous(iov, iovcnt))
 		return UCS_ERR_UNSUPPORTED;
 	if (!iovcnt || !iov_bytes(iov))
@@ -226,34 +220,38 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
  * put that may use it. */
 static unsigned put_flags(uct_coop_iface_t *iface, size_t len)
 {
-	static const char *const mode[] = { "auto", "cpu", "dma", "stripe" };
-	const char *name = NULL;
+	const char *mode = uct_coop_put_modes[iface->put], *name = NULL;
 
 	if (iface->put == UCT_COOP_PUT_CPU || len < iface->dma_min)
 		return 0;
-	if (iface->engine < 0) {
-		iface->engine = !coop_xfer_engine(iface->md->ctx, &name) ? 0 :
-				!strcmp(name, "hw") ? 2 : 1;
-		if (!iface->engine)
+	if (iface->engine == UCT_COOP_ENGINE_UNKNOWN) {
+		iface->engine = !coop_xfer_engine(iface->md->ctx, &name) ?
+				UCT_COOP_ENGINE_NONE : !strcmp(name, "hw") ?
+				UCT_COOP_ENGINE_HW : UCT_COOP_ENGINE_SOFT;
+		if (iface->engine == UCT_COOP_ENGINE_NONE)
 			ucs_info("coop: UCX_COOP_PUT=%s: no offload engine "
 				 "(provider %s): the CPU copies put_zcopy",
-				 mode[iface->put],
+				 mode,
 				 coop_provider_name(iface->md->ctx));
 		else
 			ucs_info("coop: UCX_COOP_PUT=%s: offload engine %s%s",
-				 mode[iface->put], name,
+				 mode, name,
 				 iface->put == UCT_COOP_PUT_AUTO &&
-				 iface->engine == 1 ? " not used (auto: DMA "
+				 iface->engine == UCT_COOP_ENGINE_SOFT ?
+				 " not used (auto: DMA "
 				 "channels only), the CPU copies put_zcopy" :
 				 "");
 	}
 	switch (iface->put) {
 	case UCT_COOP_PUT_DMA:
-		return iface->engine ? COOP_XFER_ENGINE : 0;
+		return iface->engine != UCT_COOP_ENGINE_NONE ?
+		       COOP_XFER_ENGINE : 0;
 	case UCT_COOP_PUT_STRIPE:
-		return iface->engine ? COOP_XFER_STRIPE : 0;
+		return iface->engine != UCT_COOP_ENGINE_NONE ?
+		       COOP_XFER_STRIPE : 0;
 	default:	/* auto */
-		return iface->engine == 2 ? COOP_XFER_ENGINE : 0;
+		return iface->engine == UCT_COOP_ENGINE_HW ?
+		       COOP_XFER_ENGINE : 0;
 	}
 }
 
@@ -263,20 +261,20 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
 	coop_xfer_params_t p;
+	ucs_status_t status;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_put_zcopy");
-	if (ep->failed)
-		return UCS_ERR_CONNECTION_RESET;
-	if (ep->fenced)
-		return UCS_ERR_NO_RESOURCE;
+	status = uct_coop_ep_gate(ep);
+	if (status != UCS_OK)
+		return status;
 	if (!iov_contiguous(iov, iovcnt))
 		return UCS_ERR_UNSUPPORTED;
 	if (!iovcnt || !iov_bytes(iov))
 		return UCS_OK;
 	xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
-	p.flags |= put_flags(ep_iface(ep), p.len);
-	return start_op(ep_iface(ep)->md, ep, &p, comp);
+	p.flags |= put_flags(uct_coop_ep_iface(ep), p.len);
+	return start_op(uct_coop_ep_iface(ep)->md, ep, &p, comp);
 }
 
 ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,

@@ -22,7 +22,7 @@
 
 #include "coop_ucx.h"
 
-static const char *uct_coop_put_modes[] = {
+const char *uct_coop_put_modes[] = {
 	[UCT_COOP_PUT_AUTO] = "auto",
 	[UCT_COOP_PUT_CPU] = "cpu",
 	[UCT_COOP_PUT_DMA] = "dma",
@@ -153,7 +153,6 @@ static ucs_status_t uct_coop_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
 	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
 	uct_coop_op_t *op;
-
 	uct_coop_ep_t *ep;
 
 	(void)flags;
@@ -249,7 +248,8 @@ static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 	self->coop_min = cfg->coop_min;
 	self->put = (uct_coop_put_mode_t)cfg->put;
 	self->dma_min = cfg->dma_min;
-	self->engine = -1;	/* set up at the first put that may use it */
+	/* asked at the first put that may use it */
+	self->engine = UCT_COOP_ENGINE_UNKNOWN;
 	ucs_list_head_init(&self->eps);
 	ucs_queue_head_init(&self->rxq);
 	self->npending = 0;
