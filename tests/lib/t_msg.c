@@ -954,41 +954,42 @@ START_TEST(test_msg_payload)
 }
 END_TEST
 
-START_TEST(test_msg_slots)
+/* nranks ranks of fn sharing fresh flags (n set to n); run_ranks' result. */
+static int run_with_flags(int nranks, const char *const *env, rank_fn fn,
+			  int n)
 {
 	struct flags *fl = shared_alloc(4096);
+	int rc;
 
-	ck_assert_int_eq(run_ranks(2, NULL, slots_rank, fl, 60, NULL), 0);
+	fl->n = n;
+	rc = run_ranks(nranks, env, fn, fl, 60, NULL);
 	shared_free(fl, 4096);
+	return rc;
+}
+
+START_TEST(test_msg_slots)
+{
+	ck_assert_int_eq(run_with_flags(2, NULL, slots_rank, 0), 0);
 }
 END_TEST
 
 START_TEST(test_msg_args)
 {
-	struct flags *fl = shared_alloc(4096);
-
-	ck_assert_int_eq(run_ranks(3, NULL, args_rank, fl, 60, NULL), 0);
-	shared_free(fl, 4096);
+	ck_assert_int_eq(run_with_flags(3, NULL, args_rank, 0), 0);
 }
 END_TEST
 
 START_TEST(test_msg_no_handler)
 {
-	struct flags *fl = shared_alloc(4096);
-
-	fl->n = _i;
-	ck_assert_int_eq(run_ranks(2, NULL, nohandler_rank, fl, 60, NULL), 0);
-	shared_free(fl, 4096);
+	ck_assert_int_eq(run_with_flags(2, NULL, nohandler_rank, _i), 0);
 }
 END_TEST
 
 START_TEST(test_msg_queued)
 {
 	static const char *const env[] = { "COOP_RING_SLOTS=64", NULL };
-	struct flags *fl = shared_alloc(4096);
 
-	ck_assert_int_eq(run_ranks(2, env, queued_rank, fl, 60, NULL), 0);
-	shared_free(fl, 4096);
+	ck_assert_int_eq(run_with_flags(2, env, queued_rank, 0), 0);
 }
 END_TEST
 
@@ -1005,10 +1006,7 @@ END_TEST
 
 START_TEST(test_msg_event_fd)
 {
-	struct flags *fl = shared_alloc(4096);
-
-	ck_assert_int_eq(run_ranks(2, NULL, event_rank, fl, 60, NULL), 0);
-	shared_free(fl, 4096);
+	ck_assert_int_eq(run_with_flags(2, NULL, event_rank, 0), 0);
 }
 END_TEST
 

@@ -46,13 +46,8 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 [[ -z $logs ]] || mkdir -p "$logs" || exit 1
 out() { if [[ -n $logs ]]; then echo "$logs/$1.log"; else echo "$tmp/$1.log"; fi; }
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-nok() {
-	echo "FAIL - $1"
-	fail=$((fail + 1))
-	[[ -z ${2:-} ]] || sed 's/^/     | /' "$2" | tail -30
-}
+report_tail=30
+. tests/ucx/report.sh
 
 if [[ $mode == coop ]]; then
 	launch=("$PWD/scripts/coop-ucx-env" mpirun.openmpi --allow-run-as-root

@@ -126,13 +126,7 @@ done <"$list"
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 [[ -z $logs ]] || mkdir -p "$logs" || exit 1
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-nok() {
-	echo "FAIL - $1"
-	fail=$((fail + 1))
-	[[ -z ${2:-} ]] || sed 's/^/     | /' "$2" | tail -20
-}
+. tests/ucx/report.sh
 
 # The list accounts for every program of the testlists, and only for them.
 candidates | awk '{print $1}' | sort >"$tmp/cand"

@@ -11,9 +11,7 @@ env_run=scripts/coop-ucx-env
 module=lib/ucx/libuct_coop.so
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-nok() { echo "FAIL - $1"; fail=$((fail + 1)); sed 's/^/     | /' "$2" | tail -20; }
+. tests/ucx/report.sh
 # expect NAME LOG COMMAND...: COMMAND succeeds (output in LOG)
 expect() {
 	local name=$1 log=$2
