@@ -221,7 +221,7 @@ plan_full() {
 		((cur_round % 2 == 0)) && reverse_from "$first"
 	done
 	if [[ $vm_on != 0 ]]; then
-		add vm-soft @vm soft "" "" 1 vm soft lib dma stripe
+		add vm-soft @vm soft "" "" 1 vm soft lib dma stripe ucx
 		add vm-hw @vm hw "" "" 1 vm hw dma stripe
 	fi
 }

@@ -12,6 +12,9 @@
 #   patterns  bench/bin/patterns and bench/bin/stencil, 4 ranks, kmod
 #          provider, every protocol of run-suite.sh patterns (boot the VM
 #          with --smp 4: a CPU per rank)
+#   ucx    bench/bin/mpi_peer under MPICH and Open MPI, unmodified: each
+#          MPI's default path vs. UCX with the coop transport on the
+#          driver (kmod provider), 8 B latency, 1 and 4 MiB bandwidth
 #   smoke-lib  every libcoopmpi program once on the kmod provider, tiny sizes
 #   smoke-dma  dma_bw once, tiny sizes
 #
@@ -49,6 +52,12 @@ coop() {
 	coopn 2 "$@"
 }
 
+# the MPI peers (ompi, mpich, ompi_coop, mpich_coop) on the VM's CPUs
+tmo=300
+ncpu=$(nproc)
+# shellcheck source=bench/lib/mpi.sh
+. bench/lib/mpi.sh
+
 # coopn N PROVIDER PROTO PROG ARGS...
 coopn() {
 	local n=$1 prov=$2 proto=$3
@@ -71,6 +80,16 @@ for mode in "$@"; do
 				one "vm-bw-$prov-$proto" vm_bw "$prov-$proto" 1 "$bw_sizes" \
 					coop "$prov" "$proto" bench/bw -i 2 -r 3 -w 16 $bw_sizes
 			done
+		done
+		;;
+	ucx)
+		for peer in mpich:mpich mpich_coop:mpich-ucxcoop \
+			ompi:openmpi ompi_coop:openmpi-ucxcoop; do
+			run=${peer%%:*} series=${peer#*:}
+			one "vm-ucx-lat-$series" vm_ucx_latency "$series" 1 8 \
+				"$run" -V -t lat -i 200 -r 3 8
+			one "vm-ucx-bw-$series" vm_ucx_bw "$series" 1 "1048576 4194304" \
+				"$run" -t bw -i 2 -r 3 -w 4 1048576 4194304
 		done
 		;;
 	dma)

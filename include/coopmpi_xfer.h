@@ -268,14 +268,17 @@ COOP_API int coop_msg_set_data_handler(coop_context_t *ctx,
  * Waiting in an event loop: coop_event_fd() gives a file descriptor that
  * polls readable (POLLIN) when a message comes for this context after
  * coop_event_arm() returned COOP_SUCCESS; the next progress step disarms
- * it.  The driver's endpoint has one; the shm provider has none.
+ * it.  The driver's endpoint file is it; the shm provider makes an
+ * abstract unix socket on first use (so peers in another network
+ * namespace cannot ring it: their messages still arrive, the fd does not
+ * fire - poll with a timeout there).
  *
  *   if (coop_event_arm(ctx) == COOP_SUCCESS) poll(fd) ... ;
  *   coop_progress(ctx);
  */
 /* coop_event_fd - the descriptor (owned by ctx: do not close).  Returns
  * COOP_SUCCESS, COOP_ERR_UNSUPPORTED (this provider has none),
- * COOP_ERR_ARG, COOP_ERR_STATE. */
+ * COOP_ERR_ARG, COOP_ERR_STATE, COOP_ERR_PROVIDER (no socket could be made). */
 COOP_API int coop_event_fd(coop_context_t *ctx, int *fd);
 /* coop_event_arm - ask for the fd to fire on the next message.  Returns
  * COOP_SUCCESS (armed: sleeping on the fd is safe), COOP_ERR_STATE (do

@@ -80,6 +80,7 @@ summary_full() {
 		full_headline
 		full_native
 		full_overlap
+		full_ucx
 		full_vm
 		full_peers
 		problems "${failures[@]/#/failed: }" "${skipped[@]/#/skipped: }"
@@ -155,6 +156,42 @@ full_overlap() {
 }
 
 # full_vm: the VM stage's tables
+# ucx_rows CSV_LAT CSV_BW LAT_SIZES BW_SIZES: one row per MPI and size:
+# its default path, the same program through UCX with coop, their ratio
+ucx_rows() {
+	local lat=$1 bw=$2 lsizes=$3 bsizes=$4 mpi s d c
+	for mpi in mpich openmpi; do
+		for s in $lsizes; do
+			d=$(med "$lat" "$mpi" "$s")
+			c=$(med "$lat" "$mpi-ucxcoop" "$s")
+			echo "| $mpi | latency | $(human "$s") | $(fmt "$d" "%.2f") us | $(fmt "$c" "%.2f") us | $(ratio "$lat" "$mpi-ucxcoop" "$lat" "$mpi" "$s") |"
+		done
+		for s in $bsizes; do
+			d=$(med "$bw" "$mpi" "$s")
+			c=$(med "$bw" "$mpi-ucxcoop" "$s")
+			echo "| $mpi | bandwidth | $(human "$s") | $(fmt "$d" "%.0f") MB/s | $(fmt "$c" "%.0f") MB/s | $(ratio "$bw" "$mpi-ucxcoop" "$bw" "$mpi" "$s") |"
+		done
+	done
+}
+
+ucx_header() {
+	echo "| MPI | | size | default path | through coop | coop / default |"
+	echo "|---|---|---:|---:|---:|---:|"
+}
+
+# full_ucx: unmodified MPI programs through UCX's coop transport against
+# each MPI's default path (MPICH: UCX without coop; Open MPI: ob1 + vader
+# with CMA), natively on the shm provider
+full_ucx() {
+	echo
+	echo "## Unmodified MPIs through the UCX transport coop (shm provider)"
+	echo
+	echo "bench/bin/mpi_peer (osu_latency / osu_bw) under each launcher; coop: scripts/coop-ucx-env (UCX_TLS=self,posix,coop).  Goals: bandwidth >= 1.8x the default path at 1-16 MiB, 8 B latency <= 1.05x."
+	echo
+	ucx_header
+	ucx_rows latency bw "8 4096 65536" "65536 1048576 4194304 16777216"
+}
+
 full_vm() {
 	local p
 	echo
@@ -179,6 +216,12 @@ full_vm() {
 	done
 	full_dma
 	full_stripe
+	[[ -e $out/vm_ucx_bw.csv ]] || return 0
+	echo
+	echo "Unmodified MPIs through coop on the driver (kmod provider) vs their default path, same VM:"
+	echo
+	ucx_header
+	ucx_rows vm_ucx_latency vm_ucx_bw 8 "1048576 4194304"
 }
 
 # full_dma: the driver's DMA channel against the CPU's copy

@@ -19,37 +19,9 @@ coopn() {
 	env COOP_PROVIDER=shm COOP_RNDV="$proto" scripts/cooprun -n "$n" -b -t "$tmo" "$@"
 }
 
-ompi() { # ompi ARGS...: bench/bin/mpi_peer.openmpi, 2 ranks, vader BTL + CMA
-	local bind=()
-	((ncpu >= 2)) && bind=(--bind-to core)
-	timeout -k 5 "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 \
-		"${bind[@]}" --mca pml ob1 --mca btl self,vader \
-		--mca btl_vader_single_copy_mechanism cma \
-		bench/bin/mpi_peer.openmpi "$@"
-}
-
-mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
-	local bind=()
-	((ncpu >= 2)) && bind=(-bind-to core)
-	timeout -k 5 "$tmo" mpirun.mpich -np 2 "${bind[@]}" bench/bin/mpi_peer.mpich "$@"
-}
-
-# ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through UCX
-# with the coop transport (scripts/coop-ucx-env: UCX_TLS=self,posix,coop;
-# Open MPI's pml ucx)
-ompi_coop() {
-	local bind=()
-	((ncpu >= 2)) && bind=(--bind-to core)
-	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root \
-		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
-}
-
-mpich_coop() {
-	local bind=()
-	((ncpu >= 2)) && bind=(-bind-to core)
-	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.mpich -np 2 "${bind[@]}" \
-		bench/bin/mpi_peer.mpich "$@"
-}
+# ompi, mpich, ompi_coop, mpich_coop: bench/lib/mpi.sh
+# shellcheck source=bench/lib/mpi.sh
+. bench/lib/mpi.sh
 
 # ucx TEST ITERS SIZES...: ucx_perftest tag_lat/tag_bw, server and client
 # on this machine (loopback TCP only for the bootstrap); prints "size us"
@@ -122,7 +94,7 @@ declare -A HDR=(
 	[latency]=latency_us [bw]=MBps [bibw]=MBps [limits]=MBps
 	[mbw_mr]="MBps,messages_per_s"
 	[overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
-	[vm_latency]=latency_us [vm_bw]=MBps [vm_bibw]=MBps [vm_stripe]=MBps
+	[vm_latency]=latency_us [vm_bw]=MBps [vm_ucx_latency]=latency_us [vm_ucx_bw]=MBps [vm_bibw]=MBps [vm_stripe]=MBps
 	[vm_mbw_mr]="MBps,messages_per_s"
 	[vm_overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
 	[dma]="dma_MBps,copy_MBps,dma_overlap_pct,copy_overlap_pct"

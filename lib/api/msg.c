@@ -221,7 +221,10 @@ int coop_event_fd(coop_context_t *ctx, int *fd)
 		return COOP_ERR_ARG;
 	if (!ctx->prov.ops->event_fd)
 		return COOP_ERR_UNSUPPORTED;
-	*fd = ctx->prov.ops->event_fd(&ctx->prov);
+	rc = ctx->prov.ops->event_fd(&ctx->prov);
+	if (rc < 0)
+		return coop_err_from_errno(rc);
+	*fd = rc;
 	return COOP_SUCCESS;
 }
 

@@ -276,7 +276,7 @@ static int kmod_event_arm(struct coop_provider *p, int arm)
 	struct kmod_priv *k = p->priv;
 
 	if (arm)
-		return coop_ring_arm(&k->own);
+		return coop_ring_arm(&k->own, COOP_RING_WAKE_FD);
 	coop_ring_disarm(&k->own);
 	return 0;
 }

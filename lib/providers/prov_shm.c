@@ -9,7 +9,10 @@
  * process_vm_readv/writev.  Single-copy permission (Yama ptrace scope,
  * capabilities, seccomp, credentials) is tested for real at connect by
  * reading a known word of the peer.  The doorbell is a futex on the
- * ring's wake_requested word.
+ * ring's wake_requested word, or, for an endpoint waiting in an event
+ * loop, a byte sent to its event socket: an abstract-namespace unix
+ * datagram socket named after the domain, rank and pid (the kernel frees
+ * the name when its owner dies, so nothing is left behind).
  *
  * Dynamic endpoints (COOP_PROV_DYNAMIC, for transports that connect
  * lazily): an endpoint claims a free slot of the counters file - one
@@ -23,12 +26,15 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -79,6 +85,9 @@ struct shm_priv {
 	volatile uint64_t probe_word;
 	int warned;
 	int claimed;		/* dynamic: our slot of the counters file */
+	int ev_fd;		/* our event socket, -1 until asked for */
+	int ev_tx;		/* for doorbells to peers' sockets, or -1 */
+	int ev_rung;		/* a doorbell byte may wait in ev_fd */
 };
 
 static int yama_scope(void)
@@ -254,6 +263,8 @@ static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 		return -ENOMEM;
 	p->priv = s;
 	s->key = job_key;
+	s->ev_fd = -1;
+	s->ev_tx = -1;
 	s->probe_word = 0x636f6f70ULL ^ ((uint64_t)getpid() << 16) ^ job_key;
 	/* Yama scope 1 lets only ancestors ptrace us; peers are siblings.
 	 * Allow them (as MPI libraries do) - same-uid processes only. */
@@ -436,14 +447,54 @@ static void shm_close(struct coop_provider *p)
 			shm_unlink(name);
 		}
 	}
+	if (s->ev_fd >= 0)
+		close(s->ev_fd);
+	if (s->ev_tx >= 0)
+		close(s->ev_tx);
 	free(s->peers);
 	free(s);
 	p->priv = NULL;
 }
 
-static void doorbell(struct coopmpi_ring_hdr *h)
+/* The event socket's address: "\0coopmpi-<key>-ev-<rank>-<pid>". */
+static socklen_t ev_addr(struct sockaddr_un *a, uint64_t key, int rank,
+			 pid_t pid)
 {
-	if (__atomic_exchange_n(&h->wake_requested, 0, __ATOMIC_ACQ_REL))
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+		     "coopmpi-%016llx-ev-%d-%d", (unsigned long long)key, rank,
+		     (int)pid);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+/* A byte to the peer's event socket.  Best effort: if it has none, or
+ * its queue is full, it is not sleeping on it or will wake anyway. */
+static void ring_event_socket(struct shm_priv *s, int peer, pid_t pid)
+{
+	struct sockaddr_un a;
+	socklen_t len = ev_addr(&a, s->key, peer, pid);
+	char one = 1;
+
+	if (s->ev_tx < 0)
+		s->ev_tx = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC |
+				  SOCK_NONBLOCK, 0);
+	if (s->ev_tx >= 0)
+		sendto(s->ev_tx, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+		       (struct sockaddr *)&a, len);
+}
+
+static void doorbell(struct shm_priv *s, int peer, struct shm_peer *pe)
+{
+	struct coopmpi_ring_hdr *h = pe->ring.hdr;
+	uint32_t how = __atomic_exchange_n(&h->wake_requested, 0,
+					   __ATOMIC_ACQ_REL);
+
+	if (how == COOP_RING_WAKE_FD)
+		ring_event_socket(s, peer, pe->pid);
+	else if (how)
 		syscall(SYS_futex, &h->wake_requested, FUTEX_WAKE, INT_MAX,
 			NULL, NULL, 0);
 }
@@ -458,7 +509,7 @@ static int shm_send_msg(struct coop_provider *p, int peer, const void *msg)
 		return -EPIPE;
 	rc = coop_ring_enqueue(&pe->ring, msg);
 	if (unlikely(rc > 0)) {
-		doorbell(pe->ring.hdr);
+		doorbell(s, peer, pe);
 		rc = 0;
 	}
 	return rc;
@@ -484,6 +535,49 @@ static int shm_wait_msg(struct coop_provider *p, long timeout_us)
 
 	return coop_ring_sleep(&s->own, timeout_us, shm_sleep,
 			       &s->own.hdr->wake_requested);
+}
+
+/* Our event socket, bound on first use. */
+static int shm_event_fd(struct coop_provider *p)
+{
+	struct shm_priv *s = p->priv;
+	struct sockaddr_un a;
+	socklen_t len = ev_addr(&a, s->key, p->rank, getpid());
+	int fd;
+
+	if (s->ev_fd >= 0)
+		return s->ev_fd;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&a, len)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	s->ev_fd = fd;
+	return fd;
+}
+
+static int shm_event_arm(struct coop_provider *p, int arm)
+{
+	struct shm_priv *s = p->priv;
+	char drain[64];
+
+	if (!arm) {
+		/* only producers clear the request: one that did sent a byte */
+		if (!__atomic_exchange_n(&s->own.hdr->wake_requested, 0,
+					 __ATOMIC_ACQ_REL))
+			s->ev_rung = 1;
+		return 0;
+	}
+	/* that byte would wake the loop for nothing */
+	while (s->ev_rung && recv(s->ev_fd, drain, sizeof(drain),
+				  MSG_DONTWAIT) > 0)
+		;
+	s->ev_rung = 0;
+	return coop_ring_arm(&s->own, COOP_RING_WAKE_FD);
 }
 
 static int shm_reg(struct coop_provider *p, void *addr, size_t len,
@@ -588,6 +682,8 @@ const struct coop_provider_ops coop_provider_shm = {
 	.send_msg = shm_send_msg,
 	.poll_msg = shm_poll_msg,
 	.wait_msg = shm_wait_msg,
+	.event_fd = shm_event_fd,
+	.event_arm = shm_event_arm,
 	.reg = shm_reg,
 	.dereg = shm_dereg,
 	.copy = shm_copy,

@@ -92,6 +92,7 @@ struct coop_provider_ops {
 	 * Optional (NULL: the provider has none): a file descriptor that
 	 * polls readable when a message came after event_arm(p, 1) returned
 	 * 0 (1: one is there already); event_arm(p, 0) ends that.
+	 * event_fd returns the fd or -errno (it may be made on first use).
 	 */
 	int (*event_fd)(struct coop_provider *p);
 	int (*event_arm)(struct coop_provider *p, int arm);

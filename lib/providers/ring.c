@@ -99,9 +99,9 @@ int coop_ring_dequeue(struct coop_ring *r, void *msg)
 	return 1;
 }
 
-int coop_ring_arm(struct coop_ring *r)
+int coop_ring_arm(struct coop_ring *r, uint32_t how)
 {
-	__atomic_store_n(&r->hdr->wake_requested, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->hdr->wake_requested, how, __ATOMIC_RELAXED);
 	/* pairs with the fence in coop_ring_enqueue(): either the producer
 	 * sees our request and rings, or we see its message here */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -120,7 +120,7 @@ int coop_ring_sleep(struct coop_ring *r, long timeout_us,
 	struct timespec ts = { timeout_us / 1000000,
 			       timeout_us % 1000000 * 1000 };
 
-	if (!coop_ring_arm(r))
+	if (!coop_ring_arm(r, COOP_RING_WAKE_SLEEP))
 		sleep(arg, timeout_us >= 0 ? &ts : NULL);
 	coop_ring_disarm(r);
 	return coop_ring_ready(r);

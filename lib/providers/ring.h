@@ -48,12 +48,20 @@ int coop_ring_sleep(struct coop_ring *r, long timeout_us,
 		    void (*sleep)(void *arg, const struct timespec *timeout),
 		    void *arg);
 /*
- * Consumer waiting on the provider's fd elsewhere (an event loop): ask
- * producers for a doorbell from now on; 1 when a message is already
- * there (then the fd may never fire: progress instead).  Until
- * coop_ring_disarm(), every message rings.
+ * How a consumer waits, as it tells producers in wake_requested (any
+ * non-zero value asks for a doorbell; the driver needs no more, the shm
+ * provider rings a futex or a socket).
  */
-int coop_ring_arm(struct coop_ring *r);
+#define COOP_RING_WAKE_SLEEP	1u	/* in the provider's wait_msg */
+#define COOP_RING_WAKE_FD	2u	/* on the provider's event fd */
+
+/*
+ * Consumer waiting on the provider's fd elsewhere (an event loop): ask
+ * producers for a doorbell from now on (how: COOP_RING_WAKE_*); 1 when
+ * a message is already there (then the fd may never fire: progress
+ * instead).  Until coop_ring_disarm(), a message rings.
+ */
+int coop_ring_arm(struct coop_ring *r, uint32_t how);
 void coop_ring_disarm(struct coop_ring *r);
 
 #endif

@@ -268,6 +268,7 @@ static void am_deliver(uct_coop_md_t *md, int src, const struct am_hdr *h,
 	d->length = (unsigned)len;
 	memcpy(d->data, data, len);
 	ucs_queue_push(&iface->rxq, &d->elem);
+	uct_coop_iface_wake(iface);
 }
 
 void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len)
@@ -275,6 +276,7 @@ void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len)
 	uct_coop_md_t *md = arg;
 	struct am_hdr h;
 
+	md->nmsgs++;
 	if (len < sizeof(h)) {
 		ucs_error("coop: message of %zu bytes from rank %d dropped",
 			  len, src);
@@ -291,8 +293,10 @@ void uct_coop_md_msg(void *arg, int src, const void *msg, size_t len)
 void uct_coop_md_data_msg(void *arg, int src, const void *hdr, size_t hlen,
 			  const void *data, size_t len)
 {
+	uct_coop_md_t *md = arg;
 	struct am_hdr h;
 
+	md->nmsgs++;
 	if (hlen != sizeof(h)) {
 		ucs_error("coop: message with %zu header bytes from rank %d "
 			  "dropped", hlen, src);
@@ -304,7 +308,7 @@ void uct_coop_md_data_msg(void *arg, int src, const void *hdr, size_t hlen,
 			  "dropped", h.type, src);
 		return;
 	}
-	am_deliver(arg, src, &h, data, len);
+	am_deliver(md, src, &h, data, len);
 }
 
 unsigned uct_coop_iface_am_progress(uct_coop_iface_t *iface)
@@ -348,6 +352,7 @@ void uct_coop_md_peer_gone(void *arg, int peer, int crashed)
 	uct_coop_md_t *md = arg;
 	uct_coop_ep_t *ep;
 
+	md->nmsgs++;
 	/* a peer that closed cleanly owes nothing: its eps just end */
 	if (!crashed)
 		return;

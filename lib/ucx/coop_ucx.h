@@ -66,6 +66,8 @@ typedef struct uct_coop_md {
 	ucs_list_link_t ops;
 	struct uct_coop_iface *ifaces[UCT_COOP_MAX_IFACES];
 	struct uct_coop_iface *progressing;	/* whose progress runs now */
+	unsigned nmsgs;		/* messages and peer events handled: what
+				 * progress counts */
 } uct_coop_md_t;
 
 /*
@@ -118,6 +120,11 @@ typedef struct uct_coop_iface {
 	unsigned npending;	/* eps with pending requests */
 	unsigned ncheck_failed;	/* eps with check_failed */
 	ucs_queue_head_t rxq;	/* AMs another interface's progress got */
+	int epfd;		/* its event fd: the md endpoint's + wakefd,
+				 * -1 when the endpoint has none */
+	int wakefd;		/* rings when an AM lands in rxq while armed */
+	uint8_t armed;		/* event_arm succeeded, no progress since */
+	uint8_t woken;		/* wakefd was written, not read yet */
 } uct_coop_iface_t;
 
 /* An interface's address: its domain, its short libcoopmpi address
@@ -217,5 +224,9 @@ void uct_coop_md_peer_gone(void *arg, int peer, int crashed);
 /* The interface's share of progress: AMs queued for it, pending
  * requests of its eps. */
 unsigned uct_coop_iface_am_progress(uct_coop_iface_t *iface);
+
+/* iface.c */
+/* An AM was queued on iface's rxq: wake its event fd if it is armed. */
+void uct_coop_iface_wake(uct_coop_iface_t *iface);
 
 #endif

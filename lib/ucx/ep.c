@@ -401,12 +401,14 @@ static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 
 unsigned uct_coop_md_progress(uct_coop_md_t *md)
 {
+	unsigned nmsgs = md->nmsgs;
 	uct_coop_op_t *op, *tmp;
 	coop_status_t st;
-	unsigned n = 0;
+	unsigned n;
 	int flag;
 
 	coop_progress(md->ctx);
+	n = md->nmsgs - nmsgs;	/* UCP sleeps when progress says 0 */
 	ucs_list_for_each_safe(op, tmp, &md->ops, list) {
 		coop_test(&op->req, &flag, &st);
 		if (!flag)

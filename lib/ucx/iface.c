@@ -3,19 +3,24 @@
  * iface.c - the "coop" interface: the transport's registration (refused
  * when the running UCX is not the one it was built against), its
  * capabilities (active messages: AM_SHORT, AM_BCOPY; rendezvous:
- * GET_ZCOPY and PUT_ZCOPY; connect to iface; peer failure), its address
+ * GET_ZCOPY and PUT_ZCOPY; connect to iface; peer failure; events on
+ * the md endpoint's fd), its address
  * (domain key + libcoopmpi address blob + interface id) and reachability
- * (same node, same domain), and a progress callback registered for the
- * interface's whole life: a rank helps a peer's cooperative GET from its
- * progress, whether or not it has operations of its own.
+ * (same node, same domain), and its progress (enabled by UCP while the
+ * interface has endpoints: a rank helps a peer's cooperative GET from
+ * it, and a rank that does not progress leaves the reader copying all).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <ucs/debug/log.h>
 #include <uct/api/version.h>
@@ -90,6 +95,95 @@ static int uct_coop_iface_is_reachable(const uct_iface_h tl_iface,
 	       a->key == iface->md->key;
 }
 
+/*
+ * Events.  The md's endpoint has one fd (the driver's endpoint file, or
+ * the shm provider's socket) for all its interfaces; an interface whose
+ * progress is off (UCP's adaptive progress) sleeps while a sibling's
+ * progress may take its AMs off the ring into its rxq.  So each
+ * interface's event fd is an epoll set of the endpoint's fd and an
+ * eventfd of its own that rings then.
+ */
+static void close_events(uct_coop_iface_t *iface)
+{
+	if (iface->epfd >= 0)
+		close(iface->epfd);
+	if (iface->wakefd >= 0)
+		close(iface->wakefd);
+	iface->epfd = iface->wakefd = -1;
+}
+
+static ucs_status_t init_events(uct_coop_iface_t *iface)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd;
+
+	iface->epfd = iface->wakefd = -1;
+	if (coop_event_fd(iface->md->ctx, &fd) != COOP_SUCCESS)
+		return UCS_OK;	/* no events: iface_query says so */
+	iface->epfd = epoll_create1(EPOLL_CLOEXEC);
+	iface->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (iface->epfd >= 0 && iface->wakefd >= 0 &&
+	    !epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd, &ev) &&
+	    !epoll_ctl(iface->epfd, EPOLL_CTL_ADD, iface->wakefd, &ev))
+		return UCS_OK;
+	ucs_error("coop: event fd of interface %u: %m", iface->id);
+	close_events(iface);
+	return UCS_ERR_IO_ERROR;
+}
+
+void uct_coop_iface_wake(uct_coop_iface_t *iface)
+{
+	uint64_t one = 1;
+
+	if (!iface->armed || iface->woken)
+		return;
+	if (write(iface->wakefd, &one, sizeof(one)) < 0)
+		ucs_debug("coop: wake of interface %u: %m", iface->id);
+	iface->woken = 1;
+}
+
+static ucs_status_t uct_coop_iface_event_fd_get(uct_iface_h tl_iface,
+						int *fd_p)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+
+	if (iface->epfd < 0)
+		return UCS_ERR_UNSUPPORTED;
+	*fd_p = iface->epfd;
+	return UCS_OK;
+}
+
+/*
+ * Sleeping on the fd is safe only when nothing waits for our progress:
+ * the fd fires on messages, not on copies completing, pending requests
+ * or peers found gone by ep_check.
+ */
+static ucs_status_t uct_coop_iface_event_arm(uct_iface_h tl_iface,
+					     unsigned events)
+{
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
+	uint64_t rings;
+	int rc;
+
+	(void)events;	/* completions and messages: both need progress */
+	if (iface->epfd < 0)
+		return UCS_ERR_UNSUPPORTED;
+	if (iface->woken && read(iface->wakefd, &rings, sizeof(rings)) < 0 &&
+	    errno != EAGAIN)
+		return UCS_ERR_IO_ERROR;
+	iface->woken = 0;
+	if (!ucs_list_is_empty(&iface->md->ops) ||
+	    !ucs_queue_is_empty(&iface->rxq) || iface->npending ||
+	    iface->ncheck_failed)
+		return UCS_ERR_BUSY;
+	rc = coop_event_arm(iface->md->ctx);
+	if (rc == COOP_SUCCESS) {
+		iface->armed = 1;
+		return UCS_OK;
+	}
+	return rc == COOP_ERR_STATE ? UCS_ERR_BUSY : UCS_ERR_IO_ERROR;
+}
+
 static ucs_status_t uct_coop_iface_query(uct_iface_h tl_iface,
 					 uct_iface_attr_t *attr)
 {
@@ -113,6 +207,10 @@ static ucs_status_t uct_coop_iface_query(uct_iface_h tl_iface,
 	attr->iface_addr_len = sizeof(uct_coop_iface_addr_t);
 	attr->ep_addr_len = 0;
 	attr->max_conn_priv = 0;
+	if (iface->epfd >= 0)
+		attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+					UCT_IFACE_FLAG_EVENT_RECV |
+					UCT_IFACE_FLAG_EVENT_FD;
 	attr->cap.flags = UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
 			  UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
 			  UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
@@ -129,23 +227,19 @@ static ucs_status_t uct_coop_iface_query(uct_iface_h tl_iface,
 	return UCS_OK;
 }
 
-static unsigned uct_coop_iface_progress(void *arg)
+static unsigned uct_coop_iface_progress(uct_iface_h tl_iface)
 {
-	uct_coop_iface_t *iface = arg;
+	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
 	uct_coop_md_t *md = iface->md;
 	uct_coop_iface_t *outer = md->progressing;
 	unsigned n;
 
+	iface->armed = 0;
 	md->progressing = iface;	/* its AMs are delivered at once */
 	n = uct_coop_md_progress(md);
 	n += uct_coop_iface_am_progress(iface);
 	md->progressing = outer;
 	return n;
-}
-
-static unsigned uct_coop_iface_progress_tl(uct_iface_h tl_iface)
-{
-	return uct_coop_iface_progress(tl_iface);
 }
 
 static ucs_status_t uct_coop_iface_flush(uct_iface_h tl_iface, unsigned flags,
@@ -184,11 +278,11 @@ static uct_iface_ops_t uct_coop_iface_tl_ops = {
 	.ep_destroy = UCS_CLASS_DELETE_FUNC_NAME(uct_coop_ep_t),
 	.iface_flush = uct_coop_iface_flush,
 	.iface_fence = uct_coop_iface_fence,
-	.iface_progress_enable = ucs_empty_function,
-	.iface_progress_disable = ucs_empty_function,
-	.iface_progress = uct_coop_iface_progress_tl,
-	.iface_event_fd_get = ucs_empty_function_return_unsupported,
-	.iface_event_arm = ucs_empty_function_return_unsupported,
+	.iface_progress_enable = uct_base_iface_progress_enable,
+	.iface_progress_disable = uct_base_iface_progress_disable,
+	.iface_progress = uct_coop_iface_progress,
+	.iface_event_fd_get = uct_coop_iface_event_fd_get,
+	.iface_event_arm = uct_coop_iface_event_arm,
 	.iface_close = UCS_CLASS_DELETE_FUNC_NAME(uct_coop_iface_t),
 	.iface_query = uct_coop_iface_query,
 	.iface_get_address = uct_coop_iface_get_address,
@@ -254,16 +348,17 @@ static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 	ucs_queue_head_init(&self->rxq);
 	self->npending = 0;
 	self->ncheck_failed = 0;
+	self->armed = 0;
+	self->woken = 0;
 	if (!uct_coop_md_ctx(self->md))
 		return UCS_ERR_IO_ERROR;
 	status = check_am_alignment(params, cmd->ctx);
 	if (status != UCS_OK)
 		return status;
+	status = init_events(self);
+	if (status != UCS_OK)
+		return status;
 	cmd->ifaces[id] = self;
-	/* for good: peers' help requests come whenever they read from us */
-	uct_worker_progress_register_safe(&self->super.super.worker->super,
-					  uct_coop_iface_progress, self, 0,
-					  &self->super.super.prog.id);
 	return UCS_OK;
 }
 
@@ -271,8 +366,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_coop_iface_t)
 {
 	ucs_queue_elem_t *e;
 
-	uct_worker_progress_unregister_safe(&self->super.super.worker->super,
-					    &self->super.super.prog.id);
+	uct_base_iface_progress_disable(&self->super.super.super,
+					UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+	close_events(self);
 	self->md->ifaces[self->id] = NULL;
 	while (!ucs_queue_is_empty(&self->rxq)) {
 		e = ucs_queue_pull_non_empty(&self->rxq);

@@ -3,7 +3,8 @@
 # the UCT tests of coop (coop/*uct*) and UCP's tag tests
 # (test_ucp_tag_xfer.*, test_ucp_tag_match_rndv.*) over "posix,coop,self"
 # (instance coop: posix carries the messages, coop the rendezvous) and over
-# "coop,self" (instance coop_only: coop carries everything).
+# "coop,self" (instance coop_only: coop carries everything), and UCP's
+# wakeup tests (test_ucp_wakeup*: workers sleeping on the event fd) over both.
 # gtest is UCX 1.13.1's, built from Debian's source with lib/ucx/gtest-coop.patch
 # (coop in its transport lists) by scripts/ucx-gtest.sh and cached outside the
 # tree (~8 min the first time on 2 cores, then nothing).  The module comes in
@@ -39,5 +40,6 @@ run() {
 run uct 'coop/*uct*'
 run ucp-tag 'coop/test_ucp_tag_xfer.*:coop/test_ucp_tag_match_rndv.*'
 run ucp-tag-coop-only 'coop_only/test_ucp_tag_xfer.*:coop_only/test_ucp_tag_match_rndv.*'
+run ucp-wakeup 'coop*/test_ucp_wakeup*'
 echo "$passed passed, $failed failed"
 ((failed == 0 && passed > 0))

@@ -84,7 +84,28 @@ expect "openmpi: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tm
 	"$env_run" -t coop,self mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
 	NPopenmpi -i -u 4194304 -o "$tmp/np4.out"
 
-# 2c. put_zcopy rendezvous (UCX_RNDV_SCHEME=put_zcopy) by the offload
+# 2c. Ranks that sleep between messages (UCP's wakeup feature: ucx_perftest
+#     -E sleep waits in ucp_worker_wait) with coop alone: every wake-up
+#     comes through coop's event fd (the driver's endpoint file with kmod,
+#     the endpoint's socket with shm).
+for t in "tag_lat -s 8 -n 2000" "tag_bw -s 1048576 -n 200"; do
+	read -ra perf <<<"$t"
+	(UCX_LOG_LEVEL=info timeout 120 "$env_run" -t coop,self \
+		ucx_perftest -p 13392 -E sleep -t "${perf[@]}" >"$tmp/sleep-srv" 2>&1 &)
+	sleep 1
+	UCX_LOG_LEVEL=info timeout 120 "$env_run" -t coop,self \
+		ucx_perftest localhost -p 13392 -E sleep -t "${perf[@]}" >"$tmp/sleep" 2>&1
+	if grep -q 'Final:' "$tmp/sleep" &&
+		grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/sleep"; then
+		ok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}"
+	else
+		nok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}" \
+			"$tmp/sleep"
+	fi
+	sleep 1
+done
+
+# 2d. put_zcopy rendezvous (UCX_RNDV_SCHEME=put_zcopy) by the offload
 #     engine (UCX_COOP_PUT=dma), striped over CPU and engine (stripe), and
 #     auto (the engine only if it is a DMA channel, "hw"), data checked.
 #     Where the engine copies (the driver's, in the VM) the interface

@@ -1,0 +1,39 @@
+# shellcheck shell=bash disable=SC2154 # tmo, ncpu: the sourcing script's
+# bench/lib/mpi.sh - the MPI peers as the benchmarks launch them, 2 ranks
+# bound to cores when there are 2 CPUs: each MPI's default path and the
+# same unmodified program through UCX with the coop transport.  Sourced by
+# bench/lib/run.sh (natively) and bench/vm-stage.sh (in the VM, on the
+# driver); both set tmo (seconds per run) and ncpu.
+
+ompi() { # ompi ARGS...: bench/bin/mpi_peer.openmpi, 2 ranks, vader BTL + CMA
+	local bind=()
+	((ncpu >= 2)) && bind=(--bind-to core)
+	timeout -k 5 "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 \
+		"${bind[@]}" --mca pml ob1 --mca btl self,vader \
+		--mca btl_vader_single_copy_mechanism cma \
+		bench/bin/mpi_peer.openmpi "$@"
+}
+
+mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
+	local bind=()
+	((ncpu >= 2)) && bind=(-bind-to core)
+	timeout -k 5 "$tmo" mpirun.mpich -np 2 "${bind[@]}" bench/bin/mpi_peer.mpich "$@"
+}
+
+# ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through UCX
+# with the coop transport (scripts/coop-ucx-env: UCX_TLS=self,posix,coop;
+# Open MPI's pml ucx)
+ompi_coop() {
+	local bind=()
+	((ncpu >= 2)) && bind=(--bind-to core)
+	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root \
+		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
+}
+
+mpich_coop() {
+	local bind=()
+	((ncpu >= 2)) && bind=(-bind-to core)
+	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.mpich -np 2 "${bind[@]}" \
+		bench/bin/mpi_peer.mpich "$@"
+}
+
