@@ -41,7 +41,7 @@ static ucs_config_field_t uct_coop_iface_config_table[] = {
 	 ucs_offsetof(uct_coop_iface_config_t, super),
 	 UCS_CONFIG_TYPE_TABLE(uct_sm_iface_config_table)},
 
-	{"COOP_MIN", "64k",
+	{"COOP_MIN", "256k",
 	 "Smaller GET_ZCOPY operations are copied by the reader alone; from\n"
 	 "this size on the writer helps (COOP-p2p, split by the load counters).",
 	 ucs_offsetof(uct_coop_iface_config_t, coop_min),
