@@ -155,21 +155,22 @@ full_overlap() {
 	table overlap 2 "%.0f" "${lap[@]}"
 }
 
-# full_vm: the VM stage's tables
-# ucx_rows CSV_LAT CSV_BW LAT_SIZES BW_SIZES: one row per MPI and size:
-# its default path, the same program through UCX with coop, their ratio
+# ucx_row MPI CSV WHAT FORMAT UNIT SIZE: one row: the MPI's default path,
+# the same program through UCX with coop, their ratio
+ucx_row() {
+	local mpi=$1 csv=$2 what=$3 f=$4 unit=$5 s=$6
+	echo "| $mpi | $what | $(human "$s") | $(fmt "$(med "$csv" "$mpi" "$s")" "$f") $unit | $(fmt "$(med "$csv" "$mpi-ucxcoop" "$s")" "$f") $unit | $(ratio "$csv" "$mpi-ucxcoop" "$csv" "$mpi" "$s") |"
+}
+
+# ucx_rows CSV_LAT CSV_BW LAT_SIZES BW_SIZES: the rows of both MPIs
 ucx_rows() {
-	local lat=$1 bw=$2 lsizes=$3 bsizes=$4 mpi s d c
+	local mpi s
 	for mpi in mpich openmpi; do
-		for s in $lsizes; do
-			d=$(med "$lat" "$mpi" "$s")
-			c=$(med "$lat" "$mpi-ucxcoop" "$s")
-			echo "| $mpi | latency | $(human "$s") | $(fmt "$d" "%.2f") us | $(fmt "$c" "%.2f") us | $(ratio "$lat" "$mpi-ucxcoop" "$lat" "$mpi" "$s") |"
+		for s in $3; do
+			ucx_row "$mpi" "$1" latency "%.2f" us "$s"
 		done
-		for s in $bsizes; do
-			d=$(med "$bw" "$mpi" "$s")
-			c=$(med "$bw" "$mpi-ucxcoop" "$s")
-			echo "| $mpi | bandwidth | $(human "$s") | $(fmt "$d" "%.0f") MB/s | $(fmt "$c" "%.0f") MB/s | $(ratio "$bw" "$mpi-ucxcoop" "$bw" "$mpi" "$s") |"
+		for s in $4; do
+			ucx_row "$mpi" "$2" bandwidth "%.0f" MB/s "$s"
 		done
 	done
 }
@@ -192,6 +193,7 @@ full_ucx() {
 	ucx_rows latency bw "8 4096 65536" "65536 1048576 4194304 16777216"
 }
 
+# full_vm: the VM stage's tables
 full_vm() {
 	local p
 	echo

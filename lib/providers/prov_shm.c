@@ -566,9 +566,8 @@ static int shm_event_arm(struct coop_provider *p, int arm)
 	char drain[64];
 
 	if (!arm) {
-		/* only producers clear the request: one that did sent a byte */
-		if (!__atomic_exchange_n(&s->own.hdr->wake_requested, 0,
-					 __ATOMIC_ACQ_REL))
+		/* a producer that took the request sent a byte */
+		if (!coop_ring_disarm(&s->own))
 			s->ev_rung = 1;
 		return 0;
 	}

@@ -108,9 +108,10 @@ int coop_ring_arm(struct coop_ring *r, uint32_t how)
 	return coop_ring_ready(r);
 }
 
-void coop_ring_disarm(struct coop_ring *r)
+uint32_t coop_ring_disarm(struct coop_ring *r)
 {
-	__atomic_store_n(&r->hdr->wake_requested, 0, __ATOMIC_RELAXED);
+	return __atomic_exchange_n(&r->hdr->wake_requested, 0,
+				   __ATOMIC_ACQ_REL);
 }
 
 int coop_ring_sleep(struct coop_ring *r, long timeout_us,

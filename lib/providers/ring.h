@@ -59,9 +59,10 @@ int coop_ring_sleep(struct coop_ring *r, long timeout_us,
  * Consumer waiting on the provider's fd elsewhere (an event loop): ask
  * producers for a doorbell from now on (how: COOP_RING_WAKE_*); 1 when
  * a message is already there (then the fd may never fire: progress
- * instead).  Until coop_ring_disarm(), a message rings.
+ * instead).  Until coop_ring_disarm(), a message rings.  Disarming
+ * returns the request as it was: 0 when a producer took it (and rang).
  */
 int coop_ring_arm(struct coop_ring *r, uint32_t how);
-void coop_ring_disarm(struct coop_ring *r);
+uint32_t coop_ring_disarm(struct coop_ring *r);
 
 #endif

@@ -106,8 +106,8 @@ static ucs_status_t am_short_send(uct_coop_ep_t *ep, uint8_t id,
 	if (status != UCS_OK)
 		return status;
 	am_hdr_init(&m->h, ep, id);
-	status = status_of(coop_msg_send(uct_coop_ep_iface(ep)->md->ctx, ep->peer, m,
-					 sizeof(m->h) + len));
+	status = status_of(coop_msg_send(uct_coop_ep_iface(ep)->md->ctx,
+					 ep->peer, m, sizeof(m->h) + len));
 	UCT_TL_EP_STAT_OP_IF_SUCCESS(status, &ep->super, AM, SHORT, len);
 	return status;
 }

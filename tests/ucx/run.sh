@@ -18,6 +18,21 @@ expect() {
 	shift 2
 	if timeout 300 "$@" >"$log" 2>&1; then ok "$name"; else nok "$name" "$log"; fi
 }
+# perf_pair LOG "SERVER_ENV" "CLIENT_ENV" ARGS...: ucx_perftest ARGS as
+# server and client through the module, each with its VAR=VALUE words;
+# the client's output in LOG (the server's in LOG.srv)
+perf_pair() {
+	local log=$1 server_env=$2 client_env=$3
+	shift 3
+	# shellcheck disable=SC2086 # VAR=VALUE words
+	(env $server_env UCX_LOG_LEVEL=info timeout 60 "$env_run" \
+		ucx_perftest -p 13391 "$@" >"$log.srv" 2>&1 &)
+	sleep 1
+	# shellcheck disable=SC2086
+	env $client_env UCX_LOG_LEVEL=info timeout 60 "$env_run" \
+		ucx_perftest localhost -p 13391 "$@" >"$log" 2>&1
+	sleep 1		# the server's port free again
+}
 shm_files() { (cd /dev/shm && printf '%s\n' coopmpi-*) | grep -v '^coopmpi-\*$' | sort; }
 
 mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.mpich" &&
@@ -90,11 +105,8 @@ expect "openmpi: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tm
 #     the endpoint's socket with shm).
 for t in "tag_lat -s 8 -n 2000" "tag_bw -s 1048576 -n 200"; do
 	read -ra perf <<<"$t"
-	(UCX_LOG_LEVEL=info timeout 120 "$env_run" -t coop,self \
-		ucx_perftest -p 13392 -E sleep -t "${perf[@]}" >"$tmp/sleep-srv" 2>&1 &)
-	sleep 1
-	UCX_LOG_LEVEL=info timeout 120 "$env_run" -t coop,self \
-		ucx_perftest localhost -p 13392 -E sleep -t "${perf[@]}" >"$tmp/sleep" 2>&1
+	perf_pair "$tmp/sleep" UCX_TLS=coop,self UCX_TLS=coop,self \
+		-E sleep -t "${perf[@]}"
 	if grep -q 'Final:' "$tmp/sleep" &&
 		grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/sleep"; then
 		ok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}"
@@ -102,7 +114,6 @@ for t in "tag_lat -s 8 -n 2000" "tag_bw -s 1048576 -n 200"; do
 		nok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}" \
 			"$tmp/sleep"
 	fi
-	sleep 1
 done
 
 # 2d. put_zcopy rendezvous (UCX_RNDV_SCHEME=put_zcopy) by the offload
@@ -155,18 +166,14 @@ fi
 
 # 3. Processes of different domains (jobs) do not reach each other by
 #    coop: UCX falls back to posix for them.
-(UCX_COOP_DOMAIN=job-a UCX_LOG_LEVEL=info timeout 60 "$env_run" \
-	ucx_perftest -p 13391 -t tag_bw -s 1048576 -n 20 >"$tmp/srv" 2>&1 &)
-sleep 1
-UCX_COOP_DOMAIN=job-b UCX_LOG_LEVEL=info timeout 60 "$env_run" \
-	ucx_perftest localhost -p 13391 -t tag_bw -s 1048576 -n 20 >"$tmp/cli" 2>&1
+perf_pair "$tmp/cli" UCX_COOP_DOMAIN=job-a UCX_COOP_DOMAIN=job-b \
+	-t tag_bw -s 1048576 -n 20
 if grep -q 'Final:' "$tmp/cli" && grep -q 'ep_cfg' "$tmp/cli" &&
 	! grep -qE 'ep_cfg.*coop/memory' "$tmp/cli"; then
 	ok "different domains: no coop lane between them, the run completes"
 else
 	nok "different domains: no coop lane between them, the run completes" "$tmp/cli"
 fi
-sleep 1
 
 # 4. A rank killed in the middle of a rendezvous: the job ends with an
 #    error within the time limit, and nothing of it stays in /dev/shm
