@@ -261,6 +261,8 @@ plan_full_osu() {
 	((have_ucx)) && ranged lat lat-ucx latency ucx 1 ucx lat
 	((have_ompi && have_coop_ucx)) &&
 		ranged lat lat-openmpi-coop latency openmpi-ucxcoop 1 ompi_coop -V -t lat
+	((have_ompi && have_coop_ucx)) &&
+		ranged lat lat-openmpi-ucx latency openmpi-ucx 1 ompi_ucx -V -t lat
 	((have_mpich && have_coop_ucx)) &&
 		ranged lat lat-mpich-coop latency mpich-ucxcoop 1 mpich_coop -V -t lat
 	for p in $protos; do
@@ -296,6 +298,7 @@ plan_quick() {
 			((have_ompi)) && names+=(q-bw-ompi-coop) lines+=("bw openmpi-ucxcoop 4194304 ompi_coop -t bw -r 3 -i 10 4194304")
 			((have_mpich)) && names+=(q-bw-mpich-coop) lines+=("bw mpich-ucxcoop 4194304 mpich_coop -t bw -r 3 -i 10 4194304")
 			((have_mpich)) && names+=(q-lat-mpich q-lat-mpich-coop) lines+=("latency mpich 8 mpich -t lat -r 5 -i 10000 8" "latency mpich-ucxcoop 8 mpich_coop -t lat -r 5 -i 10000 8")
+			((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8")
 		fi
 		names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
 		# every other round in reverse order: order effects cancel too

@@ -14,6 +14,17 @@ ompi() { # ompi ARGS...: bench/bin/mpi_peer.openmpi, 2 ranks, vader BTL + CMA
 		bench/bin/mpi_peer.openmpi "$@"
 }
 
+# ompi_ucx ARGS...: the same peer through Open MPI's pml ucx on UCX's own
+# transports (no coop): the path coop replaces, to tell pml ucx's cost
+# from coop's
+ompi_ucx() {
+	local bind=()
+	((ncpu >= 2)) && bind=(--bind-to core)
+	timeout -k 5 "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 \
+		"${bind[@]}" --mca pml ucx --mca pml_ucx_tls any \
+		--mca pml_ucx_devices any bench/bin/mpi_peer.openmpi "$@"
+}
+
 mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
 	local bind=()
 	((ncpu >= 2)) && bind=(-bind-to core)

@@ -155,11 +155,12 @@ full_overlap() {
 	table overlap 2 "%.0f" "${lap[@]}"
 }
 
-# ucx_row MPI CSV WHAT FORMAT UNIT SIZE: one row: the MPI's default path,
-# the same program through UCX with coop, their ratio
+# ucx_row MPI CSV WHAT FORMAT UNIT SIZE [BASE]: one row: the MPI's default
+# path (or the series BASE), the same program through UCX with coop, their
+# ratio
 ucx_row() {
-	local mpi=$1 csv=$2 what=$3 f=$4 unit=$5 s=$6
-	echo "| $mpi | $what | $(human "$s") | $(fmt "$(med "$csv" "$mpi" "$s")" "$f") $unit | $(fmt "$(med "$csv" "$mpi-ucxcoop" "$s")" "$f") $unit | $(ratio "$csv" "$mpi-ucxcoop" "$csv" "$mpi" "$s") |"
+	local mpi=$1 csv=$2 what=$3 f=$4 unit=$5 s=$6 base=${7:-$1}
+	echo "| $mpi${7:+ ($7)} | $what | $(human "$s") | $(fmt "$(med "$csv" "$base" "$s")" "$f") $unit | $(fmt "$(med "$csv" "$mpi-ucxcoop" "$s")" "$f") $unit | $(ratio "$csv" "$mpi-ucxcoop" "$csv" "$base" "$s") |"
 }
 
 # ucx_rows CSV_LAT CSV_BW LAT_SIZES BW_SIZES: the rows of both MPIs
@@ -191,6 +192,16 @@ full_ucx() {
 	echo
 	ucx_header
 	ucx_rows latency bw "8 4096 65536" "65536 1048576 4194304 16777216"
+	[[ -e $out/latency.csv ]] && grep -q '^openmpi-ucx,' "$out/latency.csv" ||
+		return 0
+	echo
+	echo "Open MPI's latency through coop runs its pml ucx, whose own cost shows against the same pml on UCX's transports without coop (openmpi-ucx):"
+	echo
+	ucx_header
+	local s
+	for s in 8 4096 65536; do
+		ucx_row openmpi latency latency "%.2f" us "$s" openmpi-ucx
+	done
 }
 
 # full_vm: the VM stage's tables
@@ -510,4 +521,6 @@ print_keys() {
 	echo "ucxcoop_vs_ucxcma_bw_4MiB=$(ratio bw mpich-ucxcoop bw mpich $F)"
 	echo "ompi_ucxcoop_vs_ompi_vader_bw_4MiB=$(ratio bw openmpi-ucxcoop bw openmpi $F)"
 	echo "mpich_ucxcoop_lat_8B_vs_default=$(ratio latency mpich-ucxcoop latency mpich 8)"
+	echo "ompi_ucxcoop_lat_8B_vs_default=$(ratio latency openmpi-ucxcoop latency openmpi 8)"
+	echo "ompi_ucxcoop_lat_8B_vs_pml_ucx=$(ratio latency openmpi-ucxcoop latency openmpi-ucx 8)"
 }

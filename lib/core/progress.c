@@ -283,10 +283,24 @@ static void idle_poll(struct coop_context *ctx)
 	check_peers_due(ctx, coop_now_ns());
 }
 
+/* Nothing to do on this turn?  One look at flags and the ring, so a loop
+ * polling several transports (UCX's worker) pays little for ours. */
+static inline int progress_idle(const struct coop_context *ctx)
+{
+	return !(ctx->event_armed | ctx->deaths | ctx->nbacklogged) &&
+	       dlist_empty(&ctx->jobs) && !ctx->up.progress &&
+	       !coop_ring_ready(ctx->prov.rx);
+}
+
 int coop_progress_once(struct coop_context *ctx)
 {
 	union coop_pkt pkt;
 	int n = 0;
+
+	if (likely(progress_idle(ctx))) {
+		idle_poll(ctx);
+		return 0;
+	}
 
 	if (unlikely(ctx->event_armed)) {	/* awake: no more doorbells */
 		ctx->prov.ops->event_arm(&ctx->prov, 0);

@@ -125,6 +125,7 @@ static int kmod_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 	k->peers = calloc((size_t)nranks, sizeof(*k->peers));
 	if (!k->peers)
 		return -ENOMEM;
+	p->rx = &k->own;
 	rc = kmod_map_own(k);
 	/* the COPY ioctl adds total_ops/total_bytes to our slot */
 	p->caps |= COOP_PROV_CAP_KERNEL_TOTALS;

@@ -285,6 +285,7 @@ static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 	s->peers = calloc((size_t)nranks, sizeof(*s->peers));
 	if (!s->peers)
 		return -ENOMEM;
+	p->rx = &s->own;
 	return create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
 }
 

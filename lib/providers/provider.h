@@ -23,6 +23,7 @@
 #include <sys/uio.h>
 
 #include "coopmpi_uapi.h"
+#include "ring.h"
 #include "util.h"
 
 struct coop_provider;
@@ -164,6 +165,9 @@ struct coop_provider_ops {
 struct coop_provider {
 	const struct coop_provider_ops *ops;
 	void *priv;
+	/* the ring poll_msg takes from, once open: idle progress peeks at
+	 * it instead of calling poll_msg */
+	const struct coop_ring *rx;
 	int rank;
 	int nranks;
 	unsigned flags;		/* COOP_PROV_* */

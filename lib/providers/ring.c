@@ -79,11 +79,6 @@ int coop_ring_enqueue(struct coop_ring *r, const void *msg)
 	return LOAD_RLX(&h->wake_requested) ? 1 : 0;
 }
 
-int coop_ring_ready(const struct coop_ring *r)
-{
-	return LOAD_ACQ(&r->seq[r->head & r->mask]) == r->head + 1;
-}
-
 int coop_ring_dequeue(struct coop_ring *r, void *msg)
 {
 	uint64_t pos = r->head;

@@ -35,8 +35,13 @@ void coop_ring_format(void *mem, uint32_t slots, uint32_t ep_id,
 int coop_ring_enqueue(struct coop_ring *r, const void *msg);
 /* Dequeue into msg: 1 got one, 0 empty. */
 int coop_ring_dequeue(struct coop_ring *r, void *msg);
-/* Consumer: is a message ready (without taking it)? */
-int coop_ring_ready(const struct coop_ring *r);
+/* Consumer: is a message ready (without taking it)?  Inline: idle
+ * progress loops ask this on every turn. */
+static inline int coop_ring_ready(const struct coop_ring *r)
+{
+	return __atomic_load_n(&r->seq[r->head & r->mask], __ATOMIC_ACQUIRE) ==
+	       r->head + 1;
+}
 
 /*
  * Consumer: sleep until a message may be there or timeout_us passes (< 0:
