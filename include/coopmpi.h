@@ -32,10 +32,21 @@
  *   too, so nobody hangs).
  *
  * Thread safety
- *   COOP_THREAD_SERIALIZED: a context may be used by several threads, but
- *   never by two at the same time (the caller serializes, e.g. with a
- *   mutex).  Different contexts are independent.  coop_strerror() and
+ *   COOP_THREAD_MULTIPLE when the context is created with
+ *   COOP_INIT_THREAD_MULTIPLE (or COOP_THREADS=multiple, or a progress
+ *   thread runs): any thread may call into it at any time; a request is
+ *   completed (wait/test/free) by one thread at a time.  Otherwise
+ *   COOP_THREAD_SERIALIZED: several threads, never two at the same time
+ *   (the caller serializes), and no locking cost.  Handlers registered
+ *   with coopmpi_xfer.h run inside library calls and may call it again.
+ *   Different contexts are independent.  coop_strerror() and
  *   coop_thread_level() are always safe.
+ *
+ * Progress
+ *   By default a transfer advances only inside the two ranks' library
+ *   calls.  COOP_PROGRESS=thread|thread-sleep (or coop_set_progress())
+ *   runs a progress thread per context that copies while the
+ *   application computes; see coop_set_progress().
  *
  * Settings
  *   coop_init() reads environment variables COOP_* (provider, eager and
@@ -190,6 +201,9 @@ typedef struct coop_init_params {
  * COOP_ERR_STATE.  Endpoints of processes that died are reused.
  */
 #define COOP_INIT_DYNAMIC	(1u << 0)
+/* coop_init_params_t.flags: several threads may call into the context at
+ * the same time (COOP_THREAD_MULTIPLE; see Thread safety above). */
+#define COOP_INIT_THREAD_MULTIPLE	(1u << 1)
 
 /* ------------------------------------------------------------------ */
 /* Context and endpoints                                                */
@@ -303,8 +317,39 @@ COOP_API int coop_size(const coop_context_t *ctx, int *size);
 /* coop_provider_name: "shm" or "kmod" (NULL if ctx is NULL). */
 COOP_API const char *coop_provider_name(const coop_context_t *ctx);
 
-/* coop_thread_level: the supported level, COOP_THREAD_SERIALIZED. */
+/* coop_thread_level: the highest level supported, COOP_THREAD_MULTIPLE
+ * (a context gives it when created with COOP_INIT_THREAD_MULTIPLE). */
 COOP_API int coop_thread_level(void);
+
+/* coop_query_thread: the level this context gives (COOP_THREAD_MULTIPLE
+ * or COOP_THREAD_SERIALIZED) in *level.  COOP_SUCCESS or COOP_ERR_ARG. */
+COOP_API int coop_query_thread(const coop_context_t *ctx, int *level);
+
+/* Progress modes (coop_set_progress, COOP_PROGRESS) */
+#define COOP_PROGRESS_MANUAL		0	/* the application's calls */
+#define COOP_PROGRESS_THREAD		1	/* a thread polls */
+#define COOP_PROGRESS_THREAD_SLEEP	2	/* ... asleep on the doorbell */
+
+/*
+ * coop_set_progress - who advances this context's transfers.
+ *   COOP_PROGRESS_MANUAL: only the application's library calls (the
+ *     lowest latency; a rank that computes moves nothing meanwhile).
+ *   COOP_PROGRESS_THREAD: a progress thread that polls: rendezvous data
+ *     moves while the application computes; wants a core of its own.
+ *   COOP_PROGRESS_THREAD_SLEEP: a progress thread that sleeps on the
+ *     mailbox doorbell while there is nothing to do and wakes when a
+ *     message arrives: for nodes without a spare core.
+ *   cpu: the CPU to bind the thread to, or -1 (not bound).
+ * A progress thread makes the context COOP_THREAD_MULTIPLE.  Call it from
+ * one thread, while no other uses the context for the first switch away
+ * from MANUAL if the context was not created THREAD_MULTIPLE.  The
+ * thread starts once the context is connected.  COOP_PROGRESS and
+ * COOP_PROGRESS_CPU set the initial mode.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (mode, cpu), COOP_ERR_NOMEM.
+ */
+COOP_API int coop_set_progress(coop_context_t *ctx, int mode, int cpu);
+/* coop_get_progress: the mode set (COOP_PROGRESS_*) in *mode. */
+COOP_API int coop_get_progress(const coop_context_t *ctx, int *mode);
 
 /* coop_strerror: static description of an error code (never NULL). */
 COOP_API const char *coop_strerror(int err);

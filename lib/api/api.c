@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "mpi.h"
+#include "xfer_int.h"
 
 #define SEND_MODES (COOP_SEND_SYNC | COOP_SEND_READY | COOP_SEND_BUFFERED)
 #define SEND_FLAGS (SEND_MODES | COOP_F_BLOCKING)
@@ -145,8 +145,9 @@ static int inline_ok(const struct coop_context *ctx, size_t len, int dest,
 	       !ctx->peers[dest].dead;
 }
 
-int coop_isend(coop_context_t *ctx, const void *buf, size_t len, int dest,
-	       int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+static int isend_locked(coop_context_t *ctx, const void *buf, size_t len,
+			int dest, int tag, uint32_t comm, unsigned flags,
+			coop_request_t **req)
 {
 	struct coop_request *r;
 	int rc = check_send(ctx, buf, len, dest, tag, comm, flags, req);
@@ -165,8 +166,16 @@ int coop_isend(coop_context_t *ctx, const void *buf, size_t len, int dest,
 	return start_new(r, req);
 }
 
-int coop_irecv(coop_context_t *ctx, void *buf, size_t cap, int source,
+int coop_isend(coop_context_t *ctx, const void *buf, size_t len, int dest,
 	       int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+{
+	COOP_LOCKED(ctx,
+		    isend_locked(ctx, buf, len, dest, tag, comm, flags, req));
+}
+
+static int irecv_locked(coop_context_t *ctx, void *buf, size_t cap, int source,
+			int tag, uint32_t comm, unsigned flags,
+			coop_request_t **req)
 {
 	struct coop_request *r;
 	int rc = check_recv(ctx, buf, cap, source, tag, comm, flags, req);
@@ -179,8 +188,15 @@ int coop_irecv(coop_context_t *ctx, void *buf, size_t cap, int source,
 	return start_new(r, req);
 }
 
-int coop_send(coop_context_t *ctx, const void *buf, size_t len, int dest,
-	      int tag, uint32_t comm, unsigned flags)
+int coop_irecv(coop_context_t *ctx, void *buf, size_t cap, int source,
+	       int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+{
+	COOP_LOCKED(ctx,
+		    irecv_locked(ctx, buf, cap, source, tag, comm, flags, req));
+}
+
+static int send_locked(coop_context_t *ctx, const void *buf, size_t len,
+		       int dest, int tag, uint32_t comm, unsigned flags)
 {
 	coop_request_t *r;
 	int rc = check_send(ctx, buf, len, dest, tag, comm, flags, &r);
@@ -190,19 +206,34 @@ int coop_send(coop_context_t *ctx, const void *buf, size_t len, int dest,
 	if (inline_ok(ctx, len, dest, flags))
 		return coop_eager_inline_fast(ctx, buf, len, dest, tag,
 					      (uint16_t)comm);
-	rc = coop_isend(ctx, buf, len, dest, tag, comm,
+	rc = isend_locked(ctx, buf, len, dest, tag, comm,
 			flags | COOP_F_BLOCKING, &r);
-	return rc ? rc : coop_wait(&r, COOP_STATUS_IGNORE);
+	return rc ? rc : coop_wait_locked(&r, COOP_STATUS_IGNORE);
+}
+
+int coop_send(coop_context_t *ctx, const void *buf, size_t len, int dest,
+	      int tag, uint32_t comm, unsigned flags)
+{
+	COOP_LOCKED(ctx, send_locked(ctx, buf, len, dest, tag, comm, flags));
+}
+
+static int recv_locked(coop_context_t *ctx, void *buf, size_t cap, int source,
+		       int tag, uint32_t comm, unsigned flags,
+		       coop_status_t *status)
+{
+	coop_request_t *r;
+	int rc = irecv_locked(ctx, buf, cap, source, tag, comm,
+			    flags | COOP_F_BLOCKING, &r);
+
+	return rc ? rc : coop_wait_locked(&r, status);
 }
 
 int coop_recv(coop_context_t *ctx, void *buf, size_t cap, int source, int tag,
 	      uint32_t comm, unsigned flags, coop_status_t *status)
 {
-	coop_request_t *r;
-	int rc = coop_irecv(ctx, buf, cap, source, tag, comm,
-			    flags | COOP_F_BLOCKING, &r);
-
-	return rc ? rc : coop_wait(&r, status);
+	COOP_LOCKED(ctx,
+		    recv_locked(ctx, buf, cap, source, tag, comm, flags,
+				status));
 }
 
 /* ---------------- persistent requests ---------------- */
@@ -223,8 +254,9 @@ static int persistent_init(coop_context_t *ctx, int kind, const void *buf,
 	return COOP_SUCCESS;
 }
 
-int coop_send_init(coop_context_t *ctx, const void *buf, size_t len, int dest,
-		   int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+static int send_init_locked(coop_context_t *ctx, const void *buf, size_t len,
+			    int dest, int tag, uint32_t comm, unsigned flags,
+			    coop_request_t **req)
 {
 	int rc = check_send(ctx, buf, len, dest, tag, comm, flags, req);
 
@@ -232,8 +264,17 @@ int coop_send_init(coop_context_t *ctx, const void *buf, size_t len, int dest,
 					 comm, flags, req);
 }
 
-int coop_recv_init(coop_context_t *ctx, void *buf, size_t cap, int source,
+int coop_send_init(coop_context_t *ctx, const void *buf, size_t len, int dest,
 		   int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+{
+	COOP_LOCKED(ctx,
+		    send_init_locked(ctx, buf, len, dest, tag, comm, flags,
+				     req));
+}
+
+static int recv_init_locked(coop_context_t *ctx, void *buf, size_t cap,
+			    int source, int tag, uint32_t comm, unsigned flags,
+			    coop_request_t **req)
 {
 	int rc = check_recv(ctx, buf, cap, source, tag, comm, flags, req);
 
@@ -241,7 +282,15 @@ int coop_recv_init(coop_context_t *ctx, void *buf, size_t cap, int source,
 					 comm, flags, req);
 }
 
-int coop_start(coop_request_t **req)
+int coop_recv_init(coop_context_t *ctx, void *buf, size_t cap, int source,
+		   int tag, uint32_t comm, unsigned flags, coop_request_t **req)
+{
+	COOP_LOCKED(ctx,
+		    recv_init_locked(ctx, buf, cap, source, tag, comm, flags,
+				     req));
+}
+
+static int start_locked(coop_request_t **req)
 {
 	struct coop_request *r;
 
@@ -253,23 +302,34 @@ int coop_start(coop_request_t **req)
 	return start(r);
 }
 
-int coop_startall(int count, coop_request_t **reqs)
+int coop_start(coop_request_t **req)
+{
+	COOP_LOCKED(req && *req ? (*req)->ctx : NULL, start_locked(req));
+}
+
+static int startall_locked(int count, coop_request_t **reqs)
 {
 	int i, rc, first = COOP_SUCCESS;
 
 	if (count < 0 || (count && !reqs))
 		return COOP_ERR_ARG;
 	for (i = 0; i < count; i++) {
-		rc = coop_start(&reqs[i]);
+		rc = start_locked(&reqs[i]);
 		if (rc && !first)
 			first = rc;
 	}
 	return first;
 }
 
+int coop_startall(int count, coop_request_t **reqs)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    startall_locked(count, reqs));
+}
+
 /* ---------------- cancel, free, progress ---------------- */
 
-int coop_cancel(coop_request_t *r)
+static int cancel_locked(coop_request_t *r)
 {
 	struct coop_context *ctx;
 
@@ -291,7 +351,12 @@ int coop_cancel(coop_request_t *r)
 	return COOP_SUCCESS;
 }
 
-int coop_request_free(coop_request_t **req)
+int coop_cancel(coop_request_t *r)
+{
+	COOP_LOCKED(r ? r->ctx : NULL, cancel_locked(r));
+}
+
+static int request_free_locked(coop_request_t **req)
 {
 	struct coop_request *r;
 
@@ -313,7 +378,12 @@ int coop_request_free(coop_request_t **req)
 	return COOP_SUCCESS;
 }
 
-int coop_progress(coop_context_t *ctx)
+int coop_request_free(coop_request_t **req)
+{
+	COOP_LOCKED(req && *req ? (*req)->ctx : NULL, request_free_locked(req));
+}
+
+static int progress_locked(coop_context_t *ctx)
 {
 	int rc = check_ctx(ctx);
 
@@ -321,4 +391,9 @@ int coop_progress(coop_context_t *ctx)
 		return rc;
 	coop_progress_once(ctx);
 	return COOP_SUCCESS;
+}
+
+int coop_progress(coop_context_t *ctx)
+{
+	COOP_LOCKED(ctx, progress_locked(ctx));
 }

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "mpi.h"
+#include "xfer_int.h"
 
 /* mprobe's answer for COOP_PROC_NULL (MPI_MESSAGE_NO_PROC). */
 static struct coop_message msg_noproc;
@@ -83,8 +83,8 @@ static int probe(struct coop_context *ctx, int src, int tag, uint32_t comm,
 	return COOP_SUCCESS;
 }
 
-int coop_iprobe(coop_context_t *ctx, int source, int tag, uint32_t comm,
-		int *flag, coop_status_t *status)
+static int iprobe_locked(coop_context_t *ctx, int source, int tag,
+			 uint32_t comm, int *flag, coop_status_t *status)
 {
 	struct coop_message *u;
 	int rc;
@@ -96,12 +96,24 @@ int coop_iprobe(coop_context_t *ctx, int source, int tag, uint32_t comm,
 	return rc;
 }
 
-int coop_probe(coop_context_t *ctx, int source, int tag, uint32_t comm,
-	       coop_status_t *status)
+int coop_iprobe(coop_context_t *ctx, int source, int tag, uint32_t comm,
+		int *flag, coop_status_t *status)
+{
+	COOP_LOCKED(ctx, iprobe_locked(ctx, source, tag, comm, flag, status));
+}
+
+static int probe_locked(coop_context_t *ctx, int source, int tag, uint32_t comm,
+			coop_status_t *status)
 {
 	struct coop_message *u;
 
 	return probe(ctx, source, tag, comm, 1, &u, status);
+}
+
+int coop_probe(coop_context_t *ctx, int source, int tag, uint32_t comm,
+	       coop_status_t *status)
+{
+	COOP_LOCKED(ctx, probe_locked(ctx, source, tag, comm, status));
 }
 
 /* Take u off the unexpected queue: it now belongs to the caller. */
@@ -113,8 +125,9 @@ static void claim(struct coop_context *ctx, struct coop_message *u)
 	coop_match_consumed(ctx, &u->d);
 }
 
-int coop_improbe(coop_context_t *ctx, int source, int tag, uint32_t comm,
-		 int *flag, coop_message_t **msg, coop_status_t *status)
+static int improbe_locked(coop_context_t *ctx, int source, int tag,
+			  uint32_t comm, int *flag, coop_message_t **msg,
+			  coop_status_t *status)
 {
 	struct coop_message *u;
 	int rc;
@@ -129,8 +142,16 @@ int coop_improbe(coop_context_t *ctx, int source, int tag, uint32_t comm,
 	return rc;
 }
 
-int coop_mprobe(coop_context_t *ctx, int source, int tag, uint32_t comm,
-		coop_message_t **msg, coop_status_t *status)
+int coop_improbe(coop_context_t *ctx, int source, int tag, uint32_t comm,
+		 int *flag, coop_message_t **msg, coop_status_t *status)
+{
+	COOP_LOCKED(ctx,
+		    improbe_locked(ctx, source, tag, comm, flag, msg, status));
+}
+
+static int mprobe_locked(coop_context_t *ctx, int source, int tag,
+			 uint32_t comm, coop_message_t **msg,
+			 coop_status_t *status)
 {
 	struct coop_message *u;
 	int rc;
@@ -144,8 +165,14 @@ int coop_mprobe(coop_context_t *ctx, int source, int tag, uint32_t comm,
 	return rc;
 }
 
-int coop_imrecv(coop_context_t *ctx, void *buf, size_t cap,
-		coop_message_t **msg, coop_request_t **req)
+int coop_mprobe(coop_context_t *ctx, int source, int tag, uint32_t comm,
+		coop_message_t **msg, coop_status_t *status)
+{
+	COOP_LOCKED(ctx, mprobe_locked(ctx, source, tag, comm, msg, status));
+}
+
+static int imrecv_locked(coop_context_t *ctx, void *buf, size_t cap,
+			 coop_message_t **msg, coop_request_t **req)
 {
 	struct coop_message *u;
 	struct coop_request *r;
@@ -176,11 +203,23 @@ int coop_imrecv(coop_context_t *ctx, void *buf, size_t cap,
 	return COOP_SUCCESS;
 }
 
+int coop_imrecv(coop_context_t *ctx, void *buf, size_t cap,
+		coop_message_t **msg, coop_request_t **req)
+{
+	COOP_LOCKED(ctx, imrecv_locked(ctx, buf, cap, msg, req));
+}
+
+static int mrecv_locked(coop_context_t *ctx, void *buf, size_t cap,
+			coop_message_t **msg, coop_status_t *status)
+{
+	coop_request_t *r;
+	int rc = imrecv_locked(ctx, buf, cap, msg, &r);
+
+	return rc ? rc : coop_wait_locked(&r, status);
+}
+
 int coop_mrecv(coop_context_t *ctx, void *buf, size_t cap,
 	       coop_message_t **msg, coop_status_t *status)
 {
-	coop_request_t *r;
-	int rc = coop_imrecv(ctx, buf, cap, msg, &r);
-
-	return rc ? rc : coop_wait(&r, status);
+	COOP_LOCKED(ctx, mrecv_locked(ctx, buf, cap, msg, status));
 }

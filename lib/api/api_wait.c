@@ -5,7 +5,7 @@
  * a persistent one becomes inactive.  NULL and inactive handles are
  * ignored (empty status), as in MPI.
  */
-#include "mpi.h"
+#include "xfer_int.h"
 
 static void empty_status(coop_status_t *st)
 {
@@ -73,7 +73,7 @@ static int wait_internal(struct coop_request *r)
 	return r->err;
 }
 
-int coop_wait(coop_request_t **req, coop_status_t *status)
+int coop_wait_locked(coop_request_t **req, coop_status_t *status)
 {
 	if (!req)
 		return COOP_ERR_ARG;
@@ -82,7 +82,13 @@ int coop_wait(coop_request_t **req, coop_status_t *status)
 	return finish(req, status);
 }
 
-int coop_test(coop_request_t **req, int *flag, coop_status_t *status)
+int coop_wait(coop_request_t **req, coop_status_t *status)
+{
+	COOP_LOCKED(req && *req ? (*req)->ctx : NULL,
+		    coop_wait_locked(req, status));
+}
+
+static int test_locked(coop_request_t **req, int *flag, coop_status_t *status)
 {
 	struct coop_request *r;
 
@@ -93,6 +99,12 @@ int coop_test(coop_request_t **req, int *flag, coop_status_t *status)
 		coop_progress_once(r->ctx);
 	*flag = is_idle(r) || r->complete;
 	return *flag ? finish(req, status) : COOP_SUCCESS;
+}
+
+int coop_test(coop_request_t **req, int *flag, coop_status_t *status)
+{
+	COOP_LOCKED(req && *req ? (*req)->ctx : NULL,
+		    test_locked(req, flag, status));
 }
 
 static int check_array(int count, coop_request_t **reqs)
@@ -142,7 +154,8 @@ static struct coop_context *pending_ctx(int count, coop_request_t **reqs)
 	return NULL;
 }
 
-int coop_waitall(int count, coop_request_t **reqs, coop_status_t *statuses)
+static int waitall_locked(int count, coop_request_t **reqs,
+			  coop_status_t *statuses)
 {
 	struct coop_context *ctx, *last = NULL;
 
@@ -157,8 +170,14 @@ int coop_waitall(int count, coop_request_t **reqs, coop_status_t *statuses)
 	return finish_all(count, reqs, statuses);
 }
 
-int coop_testall(int count, coop_request_t **reqs, int *flag,
-		 coop_status_t *statuses)
+int coop_waitall(int count, coop_request_t **reqs, coop_status_t *statuses)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    waitall_locked(count, reqs, statuses));
+}
+
+static int testall_locked(int count, coop_request_t **reqs, int *flag,
+			  coop_status_t *statuses)
 {
 	struct coop_context *ctx;
 
@@ -169,6 +188,13 @@ int coop_testall(int count, coop_request_t **reqs, int *flag,
 		coop_progress_once(ctx);
 	*flag = all_done(count, reqs);
 	return *flag ? finish_all(count, reqs, statuses) : COOP_SUCCESS;
+}
+
+int coop_testall(int count, coop_request_t **reqs, int *flag,
+		 coop_status_t *statuses)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    testall_locked(count, reqs, flag, statuses));
 }
 
 /* Index of a completed active request, -1 none, -2 all idle. */
@@ -186,8 +212,8 @@ static int find_done(int count, coop_request_t **reqs)
 	return active ? -1 : -2;
 }
 
-int coop_testany(int count, coop_request_t **reqs, int *index, int *flag,
-		 coop_status_t *status)
+static int testany_locked(int count, coop_request_t **reqs, int *index,
+			  int *flag, coop_status_t *status)
 {
 	struct coop_context *ctx;
 	int i;
@@ -207,8 +233,15 @@ int coop_testany(int count, coop_request_t **reqs, int *index, int *flag,
 	return finish(&reqs[i], status);
 }
 
-int coop_waitany(int count, coop_request_t **reqs, int *index,
+int coop_testany(int count, coop_request_t **reqs, int *index, int *flag,
 		 coop_status_t *status)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    testany_locked(count, reqs, index, flag, status));
+}
+
+static int waitany_locked(int count, coop_request_t **reqs, int *index,
+			  coop_status_t *status)
 {
 	struct coop_context *ctx;
 	int i;
@@ -226,6 +259,13 @@ int coop_waitany(int count, coop_request_t **reqs, int *index,
 		return COOP_SUCCESS;
 	}
 	return finish(&reqs[i], status);
+}
+
+int coop_waitany(int count, coop_request_t **reqs, int *index,
+		 coop_status_t *status)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    waitany_locked(count, reqs, index, status));
 }
 
 static int collect(int count, coop_request_t **reqs, int *outcount,
@@ -248,8 +288,8 @@ static int collect(int count, coop_request_t **reqs, int *outcount,
 	return err;
 }
 
-int coop_waitsome(int count, coop_request_t **reqs, int *outcount,
-		  int *indices, coop_status_t *statuses)
+static int waitsome_locked(int count, coop_request_t **reqs, int *outcount,
+			   int *indices, coop_status_t *statuses)
 {
 	struct coop_context *ctx;
 
@@ -263,8 +303,15 @@ int coop_waitsome(int count, coop_request_t **reqs, int *outcount,
 	return collect(count, reqs, outcount, indices, statuses);
 }
 
-int coop_testsome(int count, coop_request_t **reqs, int *outcount,
+int coop_waitsome(int count, coop_request_t **reqs, int *outcount,
 		  int *indices, coop_status_t *statuses)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    waitsome_locked(count, reqs, outcount, indices, statuses));
+}
+
+static int testsome_locked(int count, coop_request_t **reqs, int *outcount,
+			   int *indices, coop_status_t *statuses)
 {
 	struct coop_context *ctx;
 
@@ -274,4 +321,11 @@ int coop_testsome(int count, coop_request_t **reqs, int *outcount,
 	if (ctx && find_done(count, reqs) == -1)
 		coop_progress_once(ctx);
 	return collect(count, reqs, outcount, indices, statuses);
+}
+
+int coop_testsome(int count, coop_request_t **reqs, int *outcount,
+		  int *indices, coop_status_t *statuses)
+{
+	COOP_LOCKED(coop_req_array_ctx(count, reqs),
+		    testsome_locked(count, reqs, outcount, indices, statuses));
 }

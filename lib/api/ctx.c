@@ -10,6 +10,7 @@
  * it down in the opposite order.
  */
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +34,7 @@ struct lib_blob {
 static int check_params(const coop_init_params_t *p, coop_context_t **ctx)
 {
 	if (!p || !ctx || p->size != sizeof(*p) ||
-	    (p->flags & ~COOP_INIT_DYNAMIC))
+	    (p->flags & ~(COOP_INIT_DYNAMIC | COOP_INIT_THREAD_MULTIPLE)))
 		return COOP_ERR_ARG;
 	if (p->flags & COOP_INIT_DYNAMIC)	/* the domain assigns them */
 		return p->rank || p->nranks ? COOP_ERR_ARG : COOP_SUCCESS;
@@ -44,6 +45,22 @@ static int check_params(const coop_init_params_t *p, coop_context_t **ctx)
 }
 
 static int connect_self(struct coop_context *ctx);
+
+_Static_assert(COOP_PROGRESS_MANUAL == COOP_PROGRESS_MODE_MANUAL &&
+	       COOP_PROGRESS_THREAD == COOP_PROGRESS_MODE_THREAD &&
+	       COOP_PROGRESS_THREAD_SLEEP == COOP_PROGRESS_MODE_SLEEP,
+	       "public and internal progress modes differ");
+
+/* The progress thread asked for (COOP_PROGRESS, coop_set_progress), once
+ * the context is connected: it needs the peers. */
+static int start_progress(struct coop_context *ctx)
+{
+	if (!ctx->connected ||
+	    ctx->progress_want == coop_async_mode(ctx))
+		return COOP_SUCCESS;
+	ctx->mt = 1;
+	return coop_async_set(ctx, ctx->progress_want, ctx->progress_cpu);
+}
 
 static void ctx_free(struct coop_context *ctx)
 {
@@ -68,6 +85,11 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 	ctx->key = params->job_key;
 	ctx->dynamic = !!(params->flags & COOP_INIT_DYNAMIC);
 	rc = coop_core_init(ctx, ctx->dynamic);
+	ctx->mt = (params->flags & COOP_INIT_THREAD_MULTIPLE) ||
+		  ctx->cfg.threads ||
+		  ctx->cfg.progress != COOP_PROGRESS_MODE_MANUAL;
+	ctx->progress_want = ctx->cfg.progress;
+	ctx->progress_cpu = ctx->cfg.progress_cpu;
 	if (!rc)
 		rc = coop_proto_layer_init(ctx);
 	if (!rc)
@@ -86,11 +108,16 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 	}
 	if (ctx->cfg.verbose >= 2 && ctx->rank == 0)
 		coop_config_print_table(stderr, &ctx->cfg);
+	rc = start_progress(ctx);	/* dynamic: connected already */
+	if (rc) {
+		ctx_free(ctx);
+		return rc;
+	}
 	*out = ctx;
 	return COOP_SUCCESS;
 }
 
-int coop_address(coop_context_t *ctx, void *blob, size_t *len)
+static int address_locked(coop_context_t *ctx, void *blob, size_t *len)
 {
 	struct lib_blob h;
 	size_t plen;
@@ -120,6 +147,11 @@ int coop_address(coop_context_t *ctx, void *blob, size_t *len)
 	memcpy(blob, &h, sizeof(h));
 	*len = sizeof(h) + plen;
 	return COOP_SUCCESS;
+}
+
+int coop_address(coop_context_t *ctx, void *blob, size_t *len)
+{
+	COOP_LOCKED(ctx, address_locked(ctx, blob, len));
 }
 
 static int check_blob(struct coop_context *ctx, const struct lib_blob *h,
@@ -178,7 +210,7 @@ static int connect_self(struct coop_context *ctx)
 	return COOP_SUCCESS;
 }
 
-int coop_address_short(coop_context_t *ctx, void *addr, size_t *len)
+static int address_short_locked(coop_context_t *ctx, void *addr, size_t *len)
 {
 	struct short_addr a;
 
@@ -191,6 +223,11 @@ int coop_address_short(coop_context_t *ctx, void *addr, size_t *len)
 	memcpy(addr, &a, sizeof(a));
 	*len = sizeof(a);
 	return COOP_SUCCESS;
+}
+
+int coop_address_short(coop_context_t *ctx, void *addr, size_t *len)
+{
+	COOP_LOCKED(ctx, address_short_locked(ctx, addr, len));
 }
 
 /* The full blob of the endpoint a short address names (ESRCH: gone). */
@@ -209,8 +246,8 @@ static int resolve_short(struct coop_context *ctx, const void *addr,
 	return rc ? COOP_ERR_PROVIDER : COOP_SUCCESS;
 }
 
-int coop_connect_peer(coop_context_t *ctx, const void *blob, size_t len,
-		      int *rank)
+static int connect_peer_locked(coop_context_t *ctx, const void *blob,
+			       size_t len, int *rank)
 {
 	const struct lib_blob *h = blob;
 	char full[COOP_ADDR_MAX_LEN];
@@ -249,6 +286,12 @@ int coop_connect_peer(coop_context_t *ctx, const void *blob, size_t len,
 	return rc;
 }
 
+int coop_connect_peer(coop_context_t *ctx, const void *blob, size_t len,
+		      int *rank)
+{
+	COOP_LOCKED(ctx, connect_peer_locked(ctx, blob, len, rank));
+}
+
 static void log_settings(struct coop_context *ctx)
 {
 	const struct coop_config *c = &ctx->cfg;
@@ -263,7 +306,7 @@ static void log_settings(struct coop_context *ctx)
 		 copy ? "on" : "off (bounce pipeline)");
 }
 
-int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
+static int connect_all(coop_context_t *ctx, const void *blobs, size_t stride)
 {
 	const char *b = blobs;
 	int r, rc;
@@ -289,6 +332,18 @@ int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
 	return COOP_SUCCESS;
 }
 
+int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
+{
+	int rc;
+
+	if (!ctx)
+		return COOP_ERR_ARG;
+	coop_lock(ctx);
+	rc = connect_all(ctx, blobs, stride);
+	coop_unlock(ctx);
+	return rc ? rc : start_progress(ctx);
+}
+
 static void log_stats(struct coop_context *ctx)
 {
 	const uint64_t *n = ctx->rx;
@@ -311,6 +366,7 @@ int coop_finalize(coop_context_t *ctx)
 
 	if (!ctx)
 		return COOP_SUCCESS;
+	coop_async_set(ctx, COOP_PROGRESS_MODE_MANUAL, COOP_CPU_NONE);
 	if (ctx->cfg.verbose)
 		log_stats(ctx);
 	if (ctx->connected)
@@ -348,7 +404,7 @@ static void load_read(const struct coopmpi_load_slot *s, coop_load_t *out)
 	out->total_bytes = __atomic_load_n(&s->total_bytes, __ATOMIC_RELAXED);
 }
 
-int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
+static int get_load_locked(coop_context_t *ctx, int rank, coop_load_t *out)
 {
 	const struct coopmpi_load_slot *s;
 
@@ -367,7 +423,12 @@ int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
 	return COOP_SUCCESS;
 }
 
-int coop_get_stats(coop_context_t *ctx, coop_stats_t *out)
+int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
+{
+	COOP_LOCKED(ctx, get_load_locked(ctx, rank, out));
+}
+
+static int get_stats_locked(coop_context_t *ctx, coop_stats_t *out)
 {
 	if (!ctx || !out)
 		return COOP_ERR_ARG;
@@ -375,12 +436,22 @@ int coop_get_stats(coop_context_t *ctx, coop_stats_t *out)
 	return COOP_SUCCESS;
 }
 
-int coop_reset_stats(coop_context_t *ctx)
+int coop_get_stats(coop_context_t *ctx, coop_stats_t *out)
+{
+	COOP_LOCKED(ctx, get_stats_locked(ctx, out));
+}
+
+static int reset_stats_locked(coop_context_t *ctx)
 {
 	if (!ctx)
 		return COOP_ERR_ARG;
 	memset(&ctx->stats, 0, sizeof(ctx->stats));
 	return COOP_SUCCESS;
+}
+
+int coop_reset_stats(coop_context_t *ctx)
+{
+	COOP_LOCKED(ctx, reset_stats_locked(ctx));
 }
 
 const char *coop_provider_name(const coop_context_t *ctx)
@@ -390,7 +461,41 @@ const char *coop_provider_name(const coop_context_t *ctx)
 
 int coop_thread_level(void)
 {
-	return COOP_THREAD_SERIALIZED;
+	return COOP_THREAD_MULTIPLE;
+}
+
+int coop_query_thread(const coop_context_t *ctx, int *level)
+{
+	if (!ctx || !level)
+		return COOP_ERR_ARG;
+	*level = ctx->mt ? COOP_THREAD_MULTIPLE : COOP_THREAD_SERIALIZED;
+	return COOP_SUCCESS;
+}
+
+int coop_set_progress(coop_context_t *ctx, int mode, int cpu)
+{
+	if (!ctx || mode < COOP_PROGRESS_MANUAL ||
+	    mode > COOP_PROGRESS_THREAD_SLEEP || cpu < -1 ||
+	    cpu >= CPU_SETSIZE)
+		return COOP_ERR_ARG;
+	if (mode != COOP_PROGRESS_MANUAL)
+		ctx->mt = 1;	/* before a second thread exists */
+	coop_lock(ctx);
+	ctx->progress_want = mode;
+	ctx->progress_cpu = cpu < 0 ? COOP_CPU_NONE : (unsigned)cpu;
+	coop_unlock(ctx);
+	/* a thread to stop needs the lock to see it */
+	return mode == coop_async_mode(ctx) ? COOP_SUCCESS :
+	       ctx->connected ? coop_async_set(ctx, mode, ctx->progress_cpu) :
+				COOP_SUCCESS;
+}
+
+int coop_get_progress(const coop_context_t *ctx, int *mode)
+{
+	if (!ctx || !mode)
+		return COOP_ERR_ARG;
+	*mode = ctx->progress_want;
+	return COOP_SUCCESS;
 }
 
 int coop_cleanup_stale(void)

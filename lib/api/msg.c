@@ -62,7 +62,8 @@ static void on_user_msg(struct coop_context *ctx, const union coop_pkt *p)
 		    COOP_MIN(p->h.ilen, (size_t)PKT_INLINE_MAX));
 }
 
-int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb, void *arg)
+static int msg_set_handler_locked(coop_context_t *ctx, coop_msg_cb_t cb,
+				  void *arg)
 {
 	if (!ctx)
 		return COOP_ERR_ARG;
@@ -71,7 +72,13 @@ int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb, void *arg)
 	return COOP_SUCCESS;
 }
 
-int coop_msg_send(coop_context_t *ctx, int peer, const void *msg, size_t len)
+int coop_msg_set_handler(coop_context_t *ctx, coop_msg_cb_t cb, void *arg)
+{
+	COOP_LOCKED(ctx, msg_set_handler_locked(ctx, cb, arg));
+}
+
+static int msg_send_locked(coop_context_t *ctx, int peer, const void *msg,
+			   size_t len)
 {
 	union coop_pkt pkt;
 	int rc = coop_xfer_check_peer(ctx, peer);
@@ -87,13 +94,23 @@ int coop_msg_send(coop_context_t *ctx, int peer, const void *msg, size_t len)
 	return coop_send_pkt(ctx, peer, &pkt);
 }
 
-int coop_msg_queued(coop_context_t *ctx, int peer)
+int coop_msg_send(coop_context_t *ctx, int peer, const void *msg, size_t len)
+{
+	COOP_LOCKED(ctx, msg_send_locked(ctx, peer, msg, len));
+}
+
+static int msg_queued_locked(coop_context_t *ctx, int peer)
 {
 	int rc = coop_xfer_check_peer(ctx, peer);
 
 	if (!rc && ctx->peers[peer].dead)
 		rc = COOP_ERR_PEER_DEAD;
 	return rc ? -rc : (int)ctx->peers[peer].nbacklog;
+}
+
+int coop_msg_queued(coop_context_t *ctx, int peer)
+{
+	COOP_LOCKED(ctx, msg_queued_locked(ctx, peer));
 }
 
 /* ---------------- messages with a payload ---------------- */
@@ -103,7 +120,8 @@ size_t coop_msg_data_max(coop_context_t *ctx)
 	return coop_xfer_check_ctx(ctx) ? 0 : ctx->seg.hdr->bounce_size;
 }
 
-int coop_msg_buf_get(coop_context_t *ctx, int peer, coop_msg_buf_t *buf)
+static int msg_buf_get_locked(coop_context_t *ctx, int peer,
+			      coop_msg_buf_t *buf)
 {
 	int rc = coop_xfer_check_peer(ctx, peer), slot;
 
@@ -126,6 +144,11 @@ int coop_msg_buf_get(coop_context_t *ctx, int peer, coop_msg_buf_t *buf)
 	return COOP_SUCCESS;
 }
 
+int coop_msg_buf_get(coop_context_t *ctx, int peer, coop_msg_buf_t *buf)
+{
+	COOP_LOCKED(ctx, msg_buf_get_locked(ctx, peer, buf));
+}
+
 /* Is buf one of our bounce slots, as coop_msg_buf_get filled it? */
 static int own_buf(const struct coop_context *ctx, const coop_msg_buf_t *buf)
 {
@@ -135,7 +158,7 @@ static int own_buf(const struct coop_context *ctx, const coop_msg_buf_t *buf)
 	       buf->max == ctx->seg.hdr->bounce_size && !buf->reserved;
 }
 
-int coop_msg_buf_put(coop_context_t *ctx, coop_msg_buf_t *buf)
+static int msg_buf_put_locked(coop_context_t *ctx, coop_msg_buf_t *buf)
 {
 	int rc = coop_xfer_check_ctx(ctx);
 
@@ -149,8 +172,14 @@ int coop_msg_buf_put(coop_context_t *ctx, coop_msg_buf_t *buf)
 	return COOP_SUCCESS;
 }
 
-int coop_msg_buf_send(coop_context_t *ctx, int peer, coop_msg_buf_t *buf,
-		      const void *hdr, size_t hlen, size_t len)
+int coop_msg_buf_put(coop_context_t *ctx, coop_msg_buf_t *buf)
+{
+	COOP_LOCKED(ctx, msg_buf_put_locked(ctx, buf));
+}
+
+static int msg_buf_send_locked(coop_context_t *ctx, int peer,
+			       coop_msg_buf_t *buf, const void *hdr,
+			       size_t hlen, size_t len)
 {
 	union coop_pkt pkt;
 	int rc = coop_xfer_check_peer(ctx, peer);
@@ -172,6 +201,12 @@ int coop_msg_buf_send(coop_context_t *ctx, int peer, coop_msg_buf_t *buf,
 	ctx->bslot_user[buf->slot] = 0;
 	buf->data = NULL;
 	return COOP_SUCCESS;
+}
+
+int coop_msg_buf_send(coop_context_t *ctx, int peer, coop_msg_buf_t *buf,
+		      const void *hdr, size_t hlen, size_t len)
+{
+	COOP_LOCKED(ctx, msg_buf_send_locked(ctx, peer, buf, hdr, hlen, len));
 }
 
 static void on_user_data(struct coop_context *ctx, const union coop_pkt *p)
@@ -199,8 +234,8 @@ static void on_user_data(struct coop_context *ctx, const union coop_pkt *p)
 	coop_seg_bounce_free(seg, slot);
 }
 
-int coop_msg_set_data_handler(coop_context_t *ctx, coop_msg_data_cb_t cb,
-			      void *arg)
+static int msg_set_data_handler_locked(coop_context_t *ctx,
+				       coop_msg_data_cb_t cb, void *arg)
 {
 	if (!ctx)
 		return COOP_ERR_ARG;
@@ -209,9 +244,15 @@ int coop_msg_set_data_handler(coop_context_t *ctx, coop_msg_data_cb_t cb,
 	return COOP_SUCCESS;
 }
 
+int coop_msg_set_data_handler(coop_context_t *ctx, coop_msg_data_cb_t cb,
+			      void *arg)
+{
+	COOP_LOCKED(ctx, msg_set_data_handler_locked(ctx, cb, arg));
+}
+
 /* ---------------- waiting on a file descriptor ---------------- */
 
-int coop_event_fd(coop_context_t *ctx, int *fd)
+static int event_fd_locked(coop_context_t *ctx, int *fd)
 {
 	int rc = coop_xfer_check_ctx(ctx);
 
@@ -228,7 +269,12 @@ int coop_event_fd(coop_context_t *ctx, int *fd)
 	return COOP_SUCCESS;
 }
 
-int coop_event_arm(coop_context_t *ctx)
+int coop_event_fd(coop_context_t *ctx, int *fd)
+{
+	COOP_LOCKED(ctx, event_fd_locked(ctx, fd));
+}
+
+static int event_arm_locked(coop_context_t *ctx)
 {
 	int rc = coop_xfer_check_ctx(ctx);
 
@@ -244,6 +290,11 @@ int coop_event_arm(coop_context_t *ctx)
 	return COOP_SUCCESS;
 }
 
+int coop_event_arm(coop_context_t *ctx)
+{
+	COOP_LOCKED(ctx, event_arm_locked(ctx));
+}
+
 /* ---------------- peers that went ---------------- */
 
 static void on_peer_gone(struct coop_context *ctx, int peer)
@@ -252,8 +303,8 @@ static void on_peer_gone(struct coop_context *ctx, int peer)
 		ctx->peer_cb(ctx->peer_arg, peer, !ctx->peers[peer].said_bye);
 }
 
-int coop_msg_set_peer_handler(coop_context_t *ctx, coop_peer_cb_t cb,
-			      void *arg)
+static int msg_set_peer_handler_locked(coop_context_t *ctx, coop_peer_cb_t cb,
+				       void *arg)
 {
 	unsigned i;
 
@@ -272,7 +323,13 @@ int coop_msg_set_peer_handler(coop_context_t *ctx, coop_peer_cb_t cb,
 	return COOP_SUCCESS;
 }
 
-int coop_peer_check(coop_context_t *ctx, int peer)
+int coop_msg_set_peer_handler(coop_context_t *ctx, coop_peer_cb_t cb,
+			      void *arg)
+{
+	COOP_LOCKED(ctx, msg_set_peer_handler_locked(ctx, cb, arg));
+}
+
+static int peer_check_locked(coop_context_t *ctx, int peer)
 {
 	struct coop_peer *pe;
 	int rc = coop_xfer_check_peer(ctx, peer);
@@ -284,6 +341,11 @@ int coop_peer_check(coop_context_t *ctx, int peer)
 	    !ctx->prov.ops->peer_alive(&ctx->prov, peer))
 		coop_peer_failed(ctx, peer);
 	return pe->dead ? COOP_ERR_PEER_DEAD : COOP_SUCCESS;
+}
+
+int coop_peer_check(coop_context_t *ctx, int peer)
+{
+	COOP_LOCKED(ctx, peer_check_locked(ctx, peer));
 }
 
 /* The message handlers, registered at coop_init: a message that comes

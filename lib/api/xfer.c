@@ -43,8 +43,8 @@ int coop_xfer_check_peer(const struct coop_context *ctx, int peer)
 	return ctx->peers[peer].connected ? COOP_SUCCESS : COOP_ERR_STATE;
 }
 
-int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
-		 unsigned access, coop_rkey_t *key)
+static int mem_reg_locked(coop_context_t *ctx, void *addr, size_t len,
+			  unsigned access, coop_rkey_t *key)
 {
 	struct coop_rkey k;
 	int rc = coop_xfer_check_ctx(ctx);
@@ -60,7 +60,13 @@ int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
 	return COOP_SUCCESS;
 }
 
-int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key)
+int coop_mem_reg(coop_context_t *ctx, void *addr, size_t len,
+		 unsigned access, coop_rkey_t *key)
+{
+	COOP_LOCKED(ctx, mem_reg_locked(ctx, addr, len, access, key));
+}
+
+static int mem_dereg_locked(coop_context_t *ctx, const coop_rkey_t *key)
 {
 	struct coop_rkey k;
 
@@ -69,6 +75,11 @@ int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key)
 	memcpy(&k, key, sizeof(k));
 	return ctx->prov.ops->dereg(&ctx->prov, &k) ? COOP_ERR_PROVIDER :
 						       COOP_SUCCESS;
+}
+
+int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key)
+{
+	COOP_LOCKED(ctx, mem_dereg_locked(ctx, key));
 }
 
 /* Our slot shared with peer, busy: its index is trusted from now on. */
@@ -135,8 +146,8 @@ static void xfer_done(struct coop_job *j)
 
 static const struct coop_job_ops xfer_ops = { .done = xfer_done };
 
-int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
-		    coop_request_t **req)
+static int xfer_start_locked(coop_context_t *ctx, const coop_xfer_params_t *p,
+			     coop_request_t **req)
 {
 	struct coop_job_args a = { .ops = &xfer_ops };
 	struct coop_request *r;
@@ -180,13 +191,19 @@ int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
 	return COOP_SUCCESS;
 }
 
+int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
+		    coop_request_t **req)
+{
+	COOP_LOCKED(ctx, xfer_start_locked(ctx, p, req));
+}
+
 int coop_xfer_engine(coop_context_t *ctx, const char **name)
 {
 	return ctx && ctx->proto && coop_dma_open(ctx, name);
 }
 
-int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
-			 size_t split, uint32_t *slot)
+static int xfer_slot_alloc_locked(coop_context_t *ctx, int peer, size_t len,
+				  size_t split, uint32_t *slot)
 {
 	int rc = coop_xfer_check_peer(ctx, peer), s;
 
@@ -202,7 +219,14 @@ int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
 	return COOP_SUCCESS;
 }
 
-int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
+int coop_xfer_slot_alloc(coop_context_t *ctx, int peer, size_t len,
+			 size_t split, uint32_t *slot)
+{
+	COOP_LOCKED(ctx, xfer_slot_alloc_locked(ctx, peer, len, split, slot));
+}
+
+static int xfer_slot_release_locked(coop_context_t *ctx, int peer,
+				    uint32_t slot)
 {
 	int rc = coop_xfer_check_peer(ctx, peer);
 
@@ -214,7 +238,13 @@ int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
 	return COOP_SUCCESS;
 }
 
-int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
+int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
+{
+	COOP_LOCKED(ctx, xfer_slot_release_locked(ctx, peer, slot));
+}
+
+static int xfer_split_locked(coop_context_t *ctx, int peer, size_t len,
+			     size_t *share)
 {
 	uint64_t now = coop_now_ns(), ls;
 	int rc = coop_xfer_check_peer(ctx, peer);
@@ -228,4 +258,9 @@ int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
 		coop_load_level_share(ls, coop_load_score(ctx, ctx->rank, now),
 				      len), len);
 	return COOP_SUCCESS;
+}
+
+int coop_xfer_split(coop_context_t *ctx, int peer, size_t len, size_t *share)
+{
+	COOP_LOCKED(ctx, xfer_split_locked(ctx, peer, len, share));
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * xfer_int.h - what xfer.c (regions, copy jobs) and msg.c (messages)
- * of include/coopmpi_xfer.h share: the argument checks every call makes.
+ * xfer_int.h - what the api files share: the argument checks of
+ * include/coopmpi_xfer.h's calls (xfer.c: regions, copy jobs; msg.c:
+ * messages), and the completion call the blocking calls end with.
  */
 #ifndef COOP_XFER_INT_H
 #define COOP_XFER_INT_H
@@ -16,5 +17,10 @@ COOP_HIDDEN int coop_xfer_check_peer(const struct coop_context *ctx,
 				     int peer);
 
 COOP_HIDDEN void coop_msg_layer_init(struct coop_context *ctx);
+
+/* coop_wait() for a caller that holds the context's lock already (a
+ * blocking call: coop_send, coop_recv, coop_mrecv): a nested public call
+ * would hold it twice and could not let it go while it sleeps. */
+COOP_HIDDEN int coop_wait_locked(coop_request_t **req, coop_status_t *status);
 
 #endif

@@ -55,6 +55,21 @@ static const struct cfg_word bool_words[] = {
 	{ "0", 0 }, { "1", 1 }, { NULL, 0 },
 };
 
+static const struct cfg_word threads_words[] = {
+	{ "serialized", 0 }, { "multiple", 1 }, { NULL, 0 },
+};
+
+static const struct cfg_word progress_words[] = {
+	{ "manual", COOP_PROGRESS_MODE_MANUAL },
+	{ "thread", COOP_PROGRESS_MODE_THREAD },
+	{ "thread-sleep", COOP_PROGRESS_MODE_SLEEP }, { NULL, 0 },
+};
+
+/* a CFG_UINT's words beside its numbers */
+static const struct cfg_word cpu_words[] = {
+	{ "none", (int)COOP_CPU_NONE }, { NULL, 0 },
+};
+
 static const struct cfg_word provider_words[] = {
 	{ "any", COOP_PROVIDER_ANY }, { "kmod", COOP_PROVIDER_KMOD },
 	{ "shm", COOP_PROVIDER_SHM }, { NULL, 0 },
@@ -127,6 +142,22 @@ static const struct cfg_entry table[] = {
 	  "0: never sleep, yield)" },
 	{ "COOP_BOOT_TIMEOUT", CFG_UINT, FIELD(boot_timeout), "60", 1, 86400,
 	  NULL, 0, "coop_init_from_env(): seconds to wait for the other ranks" },
+	{ "COOP_THREADS", CFG_ENUM, FIELD(threads), "serialized", 0, 0,
+	  threads_words, 0,
+	  "multiple: several threads may call into a context at once "
+	  "(COOP_THREAD_MULTIPLE, as coop_init's COOP_INIT_THREAD_MULTIPLE); "
+	  "serialized: one at a time, no locking cost" },
+	{ "COOP_PROGRESS", CFG_ENUM, FIELD(progress), "manual", 0, 0,
+	  progress_words, 0,
+	  "who moves rendezvous data while the application computes: manual "
+	  "(only its library calls), thread (a progress thread per context "
+	  "that polls: wants a spare core) or thread-sleep (a progress thread "
+	  "asleep on the mailbox doorbell, woken by arriving messages: for "
+	  "full nodes); a thread implies COOP_THREADS=multiple" },
+	{ "COOP_PROGRESS_CPU", CFG_UINT, FIELD(progress_cpu), "none", 0, 4095,
+	  cpu_words, 0,
+	  "CPU the progress thread is bound to (none: where the scheduler "
+	  "puts it)" },
 };
 
 #define NENTRIES (sizeof(table) / sizeof(table[0]))
@@ -199,6 +230,8 @@ static int parse(const struct cfg_entry *e, const char *s,
 	default:
 		break;
 	}
+	if (e->words && !parse_word(e->words, s, (int *)field))
+		return 0;	/* a CFG_UINT's word */
 	if (parse_size(s, &v) || v < e->lo || v > e->hi)
 		return -1;
 	if (e->type == CFG_SIZE)
@@ -242,7 +275,13 @@ static void value_text(const struct cfg_entry *e,
 		snprintf(buf, len, "%zu", *(const size_t *)field);
 		break;
 	case CFG_UINT:
-		snprintf(buf, len, "%u", *(const unsigned *)field);
+		for (w = e->words; w && w->word; w++)
+			if ((unsigned)w->value == *(const unsigned *)field)
+				break;
+		if (w && w->word)
+			snprintf(buf, len, "%s", w->word);
+		else
+			snprintf(buf, len, "%u", *(const unsigned *)field);
 		break;
 	case CFG_MS:
 		snprintf(buf, len, "%llu", (unsigned long long)
@@ -280,10 +319,12 @@ static void range_text(const struct cfg_entry *e, char *buf, size_t len)
 					      n ? "|" : "", w->word);
 		return;
 	default:
-		snprintf(buf, len, "%llu..%llu%s", (unsigned long long)e->lo,
-			 (unsigned long long)e->hi,
+		snprintf(buf, len, "%llu..%llu%s%s%s",
+			 (unsigned long long)e->lo, (unsigned long long)e->hi,
 			 e->type == CFG_SIZE ? " bytes (k, m, g suffixes)" :
-			 e->type == CFG_MS ? " ms" : "");
+			 e->type == CFG_MS ? " ms" : "",
+			 e->words ? " or " : "",
+			 e->words ? e->words[0].word : "");
 	}
 }
 

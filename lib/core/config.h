@@ -18,6 +18,16 @@ enum coop_rndv_mode {
 	COOP_RNDV_STRIPE,
 };
 
+/* COOP_PROGRESS: who advances transfers while the application computes */
+enum coop_progress_mode {
+	COOP_PROGRESS_MODE_MANUAL,	/* only the application's calls */
+	COOP_PROGRESS_MODE_THREAD,	/* a thread that polls */
+	COOP_PROGRESS_MODE_SLEEP,	/* a thread asleep on the doorbell */
+};
+
+/* COOP_PROGRESS_CPU's "none" */
+#define COOP_CPU_NONE	(~0u)
+
 enum coop_provider_choice {
 	COOP_PROVIDER_ANY,
 	COOP_PROVIDER_KMOD,
@@ -43,6 +53,9 @@ struct coop_config {
 	unsigned spin;		/* COOP_SPIN */
 	unsigned sleep_us;	/* COOP_SLEEP_US */
 	unsigned boot_timeout;	/* COOP_BOOT_TIMEOUT, seconds */
+	int threads;		/* COOP_THREADS: 1 = multiple */
+	int progress;		/* COOP_PROGRESS: enum coop_progress_mode */
+	unsigned progress_cpu;	/* COOP_PROGRESS_CPU, COOP_CPU_NONE */
 };
 
 /* Fill cfg from the defaults and the environment; COOP_ERR_CONFIG on a

@@ -99,8 +99,10 @@ static void on_bye(struct coop_context *ctx, const union coop_pkt *p)
 
 int coop_core_init(struct coop_context *ctx, int dynamic)
 {
-	int rc;
+	int rc = coop_lock_init(ctx);
 
+	if (rc)
+		return rc;
 	dlist_init(&ctx->jobs);
 	dlist_init(&ctx->inflight);
 	init_static_req(ctx);
@@ -206,4 +208,5 @@ void coop_core_fini(struct coop_context *ctx)
 	free(ctx->bslot_peer);
 	free(ctx->bslot_user);
 	free(ctx->peers);
+	coop_lock_fini(ctx);
 }

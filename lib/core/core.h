@@ -16,6 +16,7 @@
 #define COOP_CORE_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -74,6 +75,9 @@ struct coop_job {
 	uint8_t side;		/* COOP: 0 receiver's range first, 1 sender's */
 	uint8_t help_only;	/* COOP: our range is empty (assisted RGET or
 				 * RPUT): we take chunks only when idle */
+	uint8_t copying;	/* a thread copies a chunk of it, unlocked */
+	uint8_t end_deferred;	/* its request ended meanwhile: completes
+				 * when that copy is over */
 	int peer;
 	char *local;		/* local buffer base */
 	struct coop_rkey key;	/* peer's region (READ/WRITE) */
@@ -117,7 +121,8 @@ COOP_HIDDEN void coop_job_start(struct coop_request *r,
  * assist (help_only) take chunks when ctx->blocked and no job of ours
  * has work of its own. */
 COOP_HIDDEN int coop_job_step(struct coop_context *ctx);
-/* Take j off the job list without its done callback (r fails). */
+/* Take j off the job list without its done callback (r fails; if a
+ * chunk is being copied, r completes when that copy is over). */
 COOP_HIDDEN void coop_job_cancel(struct coop_job *j);
 /* A cooperative job whose bytes are all copied ends normally (done
  * callback), even if the partner is gone: 1 if it did. */
@@ -207,6 +212,12 @@ COOP_HIDDEN void coop_req_activate(struct coop_request *r);
 COOP_HIDDEN void coop_req_unlink(struct coop_request *r);
 /* Register r's buffer with the provider (r->lkey) once: a COOP error. */
 COOP_HIDDEN int coop_req_reg(struct coop_request *r, unsigned access);
+/* The context of the first active request of reqs[0..count), or NULL
+ * (none, or a bad array). */
+COOP_HIDDEN struct coop_context *coop_req_array_ctx(int count,
+						    struct coop_request **reqs);
+/* The chunk copy of r's job is over: r completes if it ended meanwhile. */
+COOP_HIDDEN void coop_req_copy_over(struct coop_request *r);
 
 /* ---------------- protocols and upcalls ---------------- */
 
@@ -299,8 +310,9 @@ struct coop_context {
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	coop_stats_t stats;	/* coop_get_stats() */
 	unsigned idle;
-	int blocked;		/* inside a completion call's progress step:
-				 * assisting jobs may copy (job.c) */
+	int blocked;		/* callers inside a completion call's progress
+				 * step (or the progress thread): assisting
+				 * jobs may copy (job.c) */
 	int undersubscribed;	/* no more ranks than CPUs on the node */
 	int nconnected;		/* peers connected, ourselves included */
 	unsigned empty_polls;
@@ -325,7 +337,108 @@ struct coop_context {
 	/* their state */
 	struct coop_proto_state *proto;
 	struct coop_mpi_state *mpi;
+	/* threads (lock.c, async.c) */
+	int mt;			/* lock: COOP_THREAD_MULTIPLE or a thread */
+	unsigned lock_depth;	/* how often the holder took the lock */
+	pthread_mutex_t lock;	/* the state lock (recursive) */
+	pthread_cond_t done_cv;	/* a request completed (cv_waiters) */
+	unsigned cv_waiters;
+	struct coop_async *async;	/* the progress thread, or NULL */
+	int progress_want;	/* the mode asked for (COOP_PROGRESS) */
+	unsigned progress_cpu;	/* COOP_PROGRESS_CPU */
 };
+
+/* ---------------- threads (lock.c) ---------------- */
+
+/*
+ * One state lock per context, recursive (the application's handlers may
+ * call back in).  Every public call holds it for its whole duration; the
+ * core drops it, when held once, around what takes long - a chunk copy
+ * (job.c), a sleep or a yield (progress.c) - so copies of several threads
+ * run in parallel and nothing waits behind one.  The rings need no lock
+ * (MPMC enqueue; one consumer: whoever holds the lock).  Without
+ * COOP_THREADS=multiple or a progress thread ctx->mt is 0 and these are a
+ * branch each.  The lock order: ctx->lock before the provider's own locks
+ * (the DMA channel's submission lock); never two contexts' locks.
+ */
+static inline void coop_lock(struct coop_context *ctx)
+{
+	if (ctx->mt) {
+		pthread_mutex_lock(&ctx->lock);
+		ctx->lock_depth++;
+	}
+}
+
+static inline void coop_unlock(struct coop_context *ctx)
+{
+	if (ctx->mt) {
+		ctx->lock_depth--;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+}
+
+/* A public call's lock, for a context that may be NULL (a bad argument
+ * the call itself reports). */
+static inline void coop_enter(struct coop_context *ctx)
+{
+	if (ctx)
+		coop_lock(ctx);
+}
+
+static inline void coop_leave(struct coop_context *ctx)
+{
+	if (ctx)
+		coop_unlock(ctx);
+}
+
+/* The body of a public call: CALL (its _locked implementation) with the
+ * lock of context CTX held. */
+#define COOP_LOCKED(ctx, call)						\
+	do {								\
+		struct coop_context *locked_ctx_ = (ctx);		\
+		int locked_rc_;						\
+									\
+		coop_enter(locked_ctx_);				\
+		locked_rc_ = (call);					\
+		coop_leave(locked_ctx_);				\
+		return locked_rc_;					\
+	} while (0)
+
+/* A spinning thread's pause (frees the core's pipeline for its twin). */
+static inline void coop_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Before a long operation: let the lock go if we hold it once (1). */
+COOP_HIDDEN int coop_lock_drop(struct coop_context *ctx);
+/* After it: take it back if coop_lock_drop() let it go. */
+COOP_HIDDEN void coop_lock_retake(struct coop_context *ctx, int dropped);
+/* Set the lock up (ctx->mt); 0 or COOP_ERR_NOMEM. */
+COOP_HIDDEN int coop_lock_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_lock_fini(struct coop_context *ctx);
+/* A request completed: wake the callers waiting for one (done_cv). */
+static inline void coop_lock_completed(struct coop_context *ctx)
+{
+	if (ctx->cv_waiters)
+		pthread_cond_broadcast(&ctx->done_cv);
+}
+/* A blocked caller while a progress thread works: wait (lock dropped)
+ * until some request completes, at most timeout_us.  0 if it cannot
+ * (the lock is held more than once). */
+COOP_HIDDEN int coop_lock_wait_completion(struct coop_context *ctx,
+					  unsigned timeout_us);
+
+/* ---------------- the progress thread (async.c) ---------------- */
+
+/* Run a progress thread of mode (enum coop_progress_mode; MANUAL stops
+ * it), bound to cpu (COOP_CPU_NONE: unbound).  Call without the lock. */
+COOP_HIDDEN int coop_async_set(struct coop_context *ctx, int mode,
+			       unsigned cpu);
+/* The mode running now. */
+COOP_HIDDEN int coop_async_mode(const struct coop_context *ctx);
 
 static inline const struct coop_proto_ops *
 coop_proto_ops(const struct coop_context *ctx, unsigned p)
@@ -340,6 +453,10 @@ COOP_HIDDEN int coop_send_pkt(struct coop_context *ctx, int peer,
 COOP_HIDDEN int coop_progress_once(struct coop_context *ctx);
 /* Called in a blocked loop when progress found nothing to do. */
 COOP_HIDDEN void coop_idle(struct coop_context *ctx);
+/* How long a sleeper may sleep now, at most cap_us: until the next peer
+ * check is due (a death rings no doorbell); 0 while a death waits. */
+COOP_HIDDEN unsigned coop_sleep_bound_us(struct coop_context *ctx,
+					 unsigned cap_us);
 COOP_HIDDEN void coop_peer_failed(struct coop_context *ctx, int peer);
 /* The peer is gone for good now: what depends on it fails at once. */
 COOP_HIDDEN void coop_peer_gone_now(struct coop_context *ctx, int peer);

@@ -189,26 +189,28 @@ static uint64_t job_claim(struct coop_job *j, uint64_t *n, int help)
 	return off;
 }
 
-static int job_copy(struct coop_context *ctx, struct coop_job *j,
-		    uint64_t off, uint64_t n)
+/* Copy [off, off + n) of j with the state lock let go (other threads
+ * copy other chunks meanwhile): the provider's result. */
+static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
+			uint64_t off, uint64_t n)
 {
 	struct iovec iov = { j->local + off, n };
 	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
 						       COOP_COPY_TO_PEER;
 	uint64_t t0 = coop_now_ns(), t1;
 	ssize_t rc;
+	int dropped;
 
+	j->copying = 1;
+	dropped = coop_lock_drop(ctx);
 	rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key, j->roff + off,
 				 &iov, 1, n, dir);
+	coop_lock_retake(ctx, dropped);
+	j->copying = 0;
 	t1 = coop_now_ns();
 	ctx->stats.copy_ns += t1 - t0;
 	coop_load_history_add(ctx, rc < 0 ? 0 : n, t1);
-	if (rc < 0) {
-		if (rc == -ESRCH || rc == -EPIPE)
-			coop_peer_failed(ctx, j->peer);
-		return coop_err_from_errno((int)rc);
-	}
-	return COOP_SUCCESS;
+	return rc;
 }
 
 /* JOB_PUSH: one fragment by the owner's push callback. */
@@ -234,11 +236,34 @@ static int job_push(struct coop_context *ctx, struct coop_job *j)
 	return 1;
 }
 
+/* What a copied chunk of n bytes (provider result rc) counts for. */
+static void job_account(struct coop_context *ctx, struct coop_job *j,
+			uint64_t n, ssize_t rc)
+{
+	int err = rc < 0 ? coop_err_from_errno((int)rc) : COOP_SUCCESS;
+
+	if (rc == -ESRCH || rc == -EPIPE)
+		coop_peer_failed(ctx, j->peer);
+	job_discharge(ctx, j, n);
+	if (ctx->load && job_counts_totals(ctx, j))
+		ADD(&ctx->load->total_bytes, n);
+	if (!j->done)
+		ctx->stats.copy_jobs++;
+	j->done += n;
+	ctx->stats.copy_bytes += n;
+	if (err) {
+		j->err = err;
+		job_finish(j);
+	} else if (j->shared) {
+		__atomic_fetch_add(&j->shared->done, n, __ATOMIC_RELEASE);
+	}
+}
+
 /* One chunk of job j: 1 progress made, 0 stalled. */
 static int job_run(struct coop_context *ctx, struct coop_job *j, int help)
 {
 	uint64_t n = 0, off;
-	int rc;
+	ssize_t rc;
 
 	if (j->kind == JOB_PUSH)
 		return job_push(ctx, j);
@@ -252,19 +277,10 @@ static int job_run(struct coop_context *ctx, struct coop_job *j, int help)
 		return 1;
 	}
 	rc = job_copy(ctx, j, off, n);
-	job_discharge(ctx, j, n);
-	if (ctx->load && job_counts_totals(ctx, j))
-		ADD(&ctx->load->total_bytes, n);
-	if (!j->done)
-		ctx->stats.copy_jobs++;
-	j->done += n;
-	ctx->stats.copy_bytes += n;
-	if (rc) {
-		j->err = rc;
-		job_finish(j);
-	} else if (j->shared) {
-		__atomic_fetch_add(&j->shared->done, n, __ATOMIC_RELEASE);
-	}
+	if (j->queued)
+		job_account(ctx, j, n, rc);
+	else	/* its request failed while we copied: the slot is gone */
+		coop_req_copy_over(j->req);
 	return 1;
 }
 
@@ -279,6 +295,8 @@ static int job_pass(struct coop_context *ctx, int help)
 	dlist_for_each_safe(pos, tmp, &ctx->jobs) {
 		struct coop_job *j = container_of(pos, struct coop_job, link);
 
+		if (j->copying)		/* another thread's */
+			continue;
 		if (job_run(ctx, j, help)) {
 			if (j->queued) {
 				dlist_del(&j->link);

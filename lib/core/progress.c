@@ -17,6 +17,7 @@
 #define POLL_BATCH 32
 #define CHECK_PERIOD_NS 10000000ULL	/* peer liveness, while idle */
 #define SPIN_YIELD_MASK 255	/* spinning yields once every 256 polls */
+#define MT_YIELD_MASK 15	/* ... every 16 with other threads around */
 #define SLEEP_MIN_US 50		/* first sleep of a wait; doubles */
 #define SLEEP_SILENT_US 1000	/* cap while work may end without a message */
 
@@ -341,22 +342,50 @@ int coop_work_pending(const struct coop_context *ctx)
 	return silent_work(ctx) || ctx->deaths;
 }
 
+unsigned coop_sleep_bound_us(struct coop_context *ctx, unsigned cap_us)
+{
+	uint64_t next = check_peers_due(ctx, coop_now_ns());
+
+	if (ctx->deaths)
+		return 0;	/* the next progress step fails the requests */
+	return (unsigned)COOP_MIN((uint64_t)cap_us, next / 1000 + 1);
+}
+
 /* The k-th sleep of a blocked caller: until a message may be there, for
  * at most SLEEP_MIN_US << k, the cap, and the time to the next peer
- * check (a death rings no doorbell either). */
+ * check (a death rings no doorbell either).  The lock is let go while
+ * it sleeps. */
 static void idle_sleep(struct coop_context *ctx, unsigned k)
 {
-	uint64_t us = ctx->cfg.sleep_us, next;
+	uint64_t us = ctx->cfg.sleep_us;
+	int dropped;
 
 	if (silent_work(ctx))
 		us = COOP_MIN(us, SLEEP_SILENT_US);
 	us = COOP_MIN(us, (uint64_t)SLEEP_MIN_US << COOP_MIN(k, 16u));
-	next = check_peers_due(ctx, coop_now_ns());
-	if (ctx->deaths)
-		return;		/* the next progress step fails the requests */
-	us = COOP_MIN(us, next / 1000 + 1);
+	us = coop_sleep_bound_us(ctx, (unsigned)us);
+	if (!us)
+		return;
 	ctx->stats.sleeps++;
+	if (ctx->async) {	/* the doorbell is the progress thread's */
+		if (coop_lock_wait_completion(ctx, (unsigned)us))
+			return;
+	}
+	dropped = coop_lock_drop(ctx);
 	ctx->prov.ops->wait_msg(&ctx->prov, (long)us);
+	coop_lock_retake(ctx, dropped);
+}
+
+/* Let the CPU (yield) or only the lock (relax) go for a moment. */
+static void idle_yield(struct coop_context *ctx, int yield)
+{
+	int dropped = coop_lock_drop(ctx);
+
+	if (yield)
+		sched_yield();
+	else
+		coop_cpu_relax();
+	coop_lock_retake(ctx, dropped);
 }
 
 /*
@@ -366,6 +395,7 @@ static void idle_sleep(struct coop_context *ctx, unsigned k)
  * yields now and then: a rank we wait for may share our CPU (one CPU,
  * 8 B ping-pong: 2.7 instead of 92 us), and a yield nobody takes costs a
  * fraction of a microsecond.  COOP_SLEEP_US=0: yield instead of sleeping.
+ * Other threads of the context take the lock while we spin or sleep.
  */
 void coop_idle(struct coop_context *ctx)
 {
@@ -374,7 +404,9 @@ void coop_idle(struct coop_context *ctx)
 	if (n > spin && ctx->cfg.sleep_us)
 		idle_sleep(ctx, n - spin - 1);
 	else if (n > spin || !(n & SPIN_YIELD_MASK))
-		sched_yield();
+		idle_yield(ctx, 1);
+	else if (ctx->mt)	/* the others' turn with the lock */
+		idle_yield(ctx, !(n & MT_YIELD_MASK));
 }
 
 void coop_flush_backlog(struct coop_context *ctx)

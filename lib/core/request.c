@@ -132,11 +132,16 @@ static void req_account(struct coop_request *r)
 
 static void req_complete(struct coop_request *r)
 {
+	if (r->job.copying) {	/* a thread still copies into its buffer */
+		r->job.end_deferred = 1;
+		return;
+	}
 	req_account(r);
 	req_release_resources(r);
 	dlist_del(&r->alink);
 	r->status.error = r->err;
 	r->complete = 1;
+	coop_lock_completed(r->ctx);
 	if (r->complete_cb) {
 		r->complete_cb(r);
 	} else if (r->user_freed) {
@@ -153,6 +158,25 @@ void coop_req_event(struct coop_request *r, unsigned ev)
 	r->pending &= ~ev;
 	if (!r->pending)
 		req_complete(r);
+}
+
+struct coop_context *coop_req_array_ctx(int count,
+					struct coop_request **reqs)
+{
+	int i;
+
+	for (i = 0; reqs && i < count; i++)
+		if (reqs[i] && !reqs[i]->is_static && reqs[i]->active)
+			return reqs[i]->ctx;
+	return NULL;
+}
+
+void coop_req_copy_over(struct coop_request *r)
+{
+	if (!r->job.end_deferred)
+		return;
+	r->job.end_deferred = 0;
+	req_complete(r);
 }
 
 void coop_req_unlink(struct coop_request *r)

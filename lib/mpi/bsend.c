@@ -24,7 +24,7 @@ _Static_assert(sizeof(struct bblock) + 2 * 7 <= COOP_BSEND_OVERHEAD,
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 
-int coop_buffer_attach(coop_context_t *ctx, void *buf, size_t size)
+static int buffer_attach_locked(coop_context_t *ctx, void *buf, size_t size)
 {
 	if (!ctx || !buf || size < COOP_BSEND_OVERHEAD)
 		return COOP_ERR_ARG;
@@ -33,6 +33,11 @@ int coop_buffer_attach(coop_context_t *ctx, void *buf, size_t size)
 	ctx->mpi->bs.buf = buf;
 	ctx->mpi->bs.size = size;
 	return COOP_SUCCESS;
+}
+
+int coop_buffer_attach(coop_context_t *ctx, void *buf, size_t size)
+{
+	COOP_LOCKED(ctx, buffer_attach_locked(ctx, buf, size));
 }
 
 static void wait_blocks(struct coop_context *ctx)
@@ -46,7 +51,7 @@ static void wait_blocks(struct coop_context *ctx)
 	ctx->idle = 0;
 }
 
-int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size)
+static int buffer_detach_locked(coop_context_t *ctx, void **buf, size_t *size)
 {
 	if (!ctx)
 		return COOP_ERR_ARG;
@@ -60,6 +65,11 @@ int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size)
 	ctx->mpi->bs.buf = NULL;
 	ctx->mpi->bs.size = 0;
 	return COOP_SUCCESS;
+}
+
+int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size)
+{
+	COOP_LOCKED(ctx, buffer_detach_locked(ctx, buf, size));
 }
 
 void coop_bsend_fini(struct coop_context *ctx)

@@ -8,6 +8,7 @@
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 int coop_ring_attach(struct coop_ring *r, void *mem, uint64_t ring_bytes)
 {
@@ -81,7 +82,7 @@ int coop_ring_enqueue(struct coop_ring *r, const void *msg)
 
 int coop_ring_dequeue(struct coop_ring *r, void *msg)
 {
-	uint64_t pos = r->head;
+	uint64_t pos = LOAD_RLX(&r->head);
 	__u64 *slot_seq = &r->seq[pos & r->mask];
 
 	if (LOAD_ACQ(slot_seq) != pos + 1)
@@ -89,7 +90,7 @@ int coop_ring_dequeue(struct coop_ring *r, void *msg)
 	memcpy(msg, r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE,
 	       COOPMPI_MSG_SIZE);
 	STORE_REL(slot_seq, pos + (uint64_t)r->mask + 1);
-	r->head = pos + 1;
+	STORE_RLX(&r->head, pos + 1);	/* a sleeper reads it unlocked */
 	STORE_REL(&r->hdr->head, pos + 1);
 	return 1;
 }

@@ -39,8 +39,10 @@ int coop_ring_dequeue(struct coop_ring *r, void *msg);
  * progress loops ask this on every turn. */
 static inline int coop_ring_ready(const struct coop_ring *r)
 {
-	return __atomic_load_n(&r->seq[r->head & r->mask], __ATOMIC_ACQUIRE) ==
-	       r->head + 1;
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+
+	return __atomic_load_n(&r->seq[head & r->mask], __ATOMIC_ACQUIRE) ==
+	       head + 1;
 }
 
 /*

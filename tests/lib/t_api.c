@@ -172,6 +172,13 @@ START_TEST(test_init_args)
 }
 END_TEST
 
+static int env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
 START_TEST(test_p2p_args)
 {
 	coop_context_t *ctx = solo_ctx();
@@ -179,7 +186,7 @@ START_TEST(test_p2p_args)
 	coop_status_t st;
 	coop_message_t *m = NULL;
 	char buf[64];
-	int flag, idx, n, rank, size;
+	int flag, idx, n, rank, size, level, mode;
 
 	ck_assert_int_eq(coop_isend(NULL, buf, 1, 0, 0, 0, 0, &r), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, 0, 0, 0, NULL), COOP_ERR_ARG);
@@ -263,7 +270,19 @@ START_TEST(test_p2p_args)
 	ck_assert_int_eq(rank, 0);
 	ck_assert_int_eq(size, 1);
 	ck_assert_int_eq(coop_rank(NULL, &rank), COOP_ERR_ARG);
-	ck_assert_int_eq(coop_thread_level(), COOP_THREAD_SERIALIZED);
+	ck_assert_int_eq(coop_thread_level(), COOP_THREAD_MULTIPLE);
+	ck_assert_int_eq(coop_get_progress(ctx, &mode), COOP_SUCCESS);
+	ck_assert_int_eq(coop_query_thread(ctx, &level), COOP_SUCCESS);
+	/* no COOP_INIT_THREAD_MULTIPLE: only the settings make it so */
+	ck_assert_int_eq(level, mode != COOP_PROGRESS_MANUAL ||
+			 env_is("COOP_THREADS", "multiple") ?
+			 COOP_THREAD_MULTIPLE : COOP_THREAD_SERIALIZED);
+	ck_assert_int_eq(coop_query_thread(NULL, &level), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_set_progress(ctx, 3, -1), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_set_progress(ctx, -1, -1), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_set_progress(ctx, COOP_PROGRESS_THREAD, -2),
+			 COOP_ERR_ARG);
+	ck_assert_int_eq(coop_set_progress(NULL, 0, -1), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_progress(NULL), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
 }

@@ -415,7 +415,7 @@ static int dynamic_reuse_rank(coop_context_t *ctx, int rank, int size,
 	T_ASSERT(coop_init(&p, &d) == COOP_ERR_ARG, "rank with DYNAMIC");
 	p.rank = 0, p.nranks = 2;
 	T_ASSERT(coop_init(&p, &d) == COOP_ERR_ARG, "nranks with DYNAMIC");
-	p.nranks = 0, p.flags = 2;
+	p.nranks = 0, p.flags = 4;
 	T_ASSERT(coop_init(&p, &d) == COOP_ERR_ARG, "unknown flag");
 	T_ASSERT(coop_connect_peer(ctx, blob, len, &mine) == COOP_ERR_STATE,
 		 "static context");
