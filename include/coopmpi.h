@@ -344,7 +344,9 @@ COOP_API int coop_query_thread(const coop_context_t *ctx, int *level);
  * one thread, while no other uses the context for the first switch away
  * from MANUAL if the context was not created THREAD_MULTIPLE.  The
  * thread starts once the context is connected.  COOP_PROGRESS and
- * COOP_PROGRESS_CPU set the initial mode.
+ * COOP_PROGRESS_CPU set the initial mode (not of a COOP_INIT_DYNAMIC
+ * endpoint: its handlers come after coop_init, so only this call starts
+ * its thread).
  * Returns COOP_SUCCESS, COOP_ERR_ARG (mode, cpu), COOP_ERR_NOMEM.
  */
 COOP_API int coop_set_progress(coop_context_t *ctx, int mode, int cpu);

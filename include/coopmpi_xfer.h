@@ -283,7 +283,9 @@ COOP_API int coop_event_fd(coop_context_t *ctx, int *fd);
 /* coop_event_arm - ask for the fd to fire on the next message.  Returns
  * COOP_SUCCESS (armed: sleeping on the fd is safe), COOP_ERR_STATE (do
  * not sleep: a message is there already, or copies, backlogged messages
- * or a peer's death need progress), COOP_ERR_UNSUPPORTED, COOP_ERR_ARG. */
+ * or a peer's death need progress, or a progress thread runs - it takes
+ * the messages, and the handlers run on it), COOP_ERR_UNSUPPORTED,
+ * COOP_ERR_ARG. */
 COOP_API int coop_event_arm(coop_context_t *ctx);
 
 /*

@@ -54,9 +54,9 @@ static void progress_blocked(struct coop_context *ctx)
 {
 	int n;
 
-	ctx->blocked = 1;
+	ctx->blocked++;
 	n = coop_progress_once(ctx);
-	ctx->blocked = 0;
+	ctx->blocked--;
 	if (n)
 		ctx->idle = 0;
 	else

@@ -88,7 +88,11 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 	ctx->mt = (params->flags & COOP_INIT_THREAD_MULTIPLE) ||
 		  ctx->cfg.threads ||
 		  ctx->cfg.progress != COOP_PROGRESS_MODE_MANUAL;
-	ctx->progress_want = ctx->cfg.progress;
+	/* a dynamic endpoint's owner (a transport such as UCX) registers
+	 * its handlers after coop_init: only coop_set_progress starts its
+	 * thread, once they are in */
+	ctx->progress_want = ctx->dynamic ? COOP_PROGRESS_MODE_MANUAL :
+					    ctx->cfg.progress;
 	ctx->progress_cpu = ctx->cfg.progress_cpu;
 	if (!rc)
 		rc = coop_proto_layer_init(ctx);
@@ -108,11 +112,6 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 	}
 	if (ctx->cfg.verbose >= 2 && ctx->rank == 0)
 		coop_config_print_table(stderr, &ctx->cfg);
-	rc = start_progress(ctx);	/* dynamic: connected already */
-	if (rc) {
-		ctx_free(ctx);
-		return rc;
-	}
 	*out = ctx;
 	return COOP_SUCCESS;
 }

@@ -282,7 +282,8 @@ static int event_arm_locked(coop_context_t *ctx)
 		return rc;
 	if (!ctx->prov.ops->event_arm)
 		return COOP_ERR_UNSUPPORTED;
-	if (coop_work_pending(ctx))
+	/* the progress thread takes the messages: the fd would not fire */
+	if (ctx->async || coop_work_pending(ctx))
 		return COOP_ERR_STATE;
 	ctx->event_armed = 1;
 	if (ctx->prov.ops->event_arm(&ctx->prov, 1))

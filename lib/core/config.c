@@ -153,7 +153,9 @@ static const struct cfg_entry table[] = {
 	  "(only its library calls), thread (a progress thread per context "
 	  "that polls: wants a spare core) or thread-sleep (a progress thread "
 	  "asleep on the mailbox doorbell, woken by arriving messages: for "
-	  "full nodes); a thread implies COOP_THREADS=multiple" },
+	  "full nodes); a thread implies COOP_THREADS=multiple.  Dynamic "
+	  "endpoints (COOP_INIT_DYNAMIC) start theirs only with "
+	  "coop_set_progress(), once their handlers are set" },
 	{ "COOP_PROGRESS_CPU", CFG_UINT, FIELD(progress_cpu), "none", 0, 4095,
 	  cpu_words, 0,
 	  "CPU the progress thread is bound to (none: where the scheduler "

@@ -212,8 +212,8 @@ COOP_HIDDEN void coop_req_activate(struct coop_request *r);
 COOP_HIDDEN void coop_req_unlink(struct coop_request *r);
 /* Register r's buffer with the provider (r->lkey) once: a COOP error. */
 COOP_HIDDEN int coop_req_reg(struct coop_request *r, unsigned access);
-/* The context of the first active request of reqs[0..count), or NULL
- * (none, or a bad array). */
+/* The context of the first request of reqs[0..count), active or not, or
+ * NULL (none, or a bad array). */
 COOP_HIDDEN struct coop_context *coop_req_array_ctx(int count,
 						    struct coop_request **reqs);
 /* The chunk copy of r's job is over: r completes if it ended meanwhile. */

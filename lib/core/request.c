@@ -165,8 +165,9 @@ struct coop_context *coop_req_array_ctx(int count,
 {
 	int i;
 
+	/* inactive ones too: coop_startall starts them */
 	for (i = 0; reqs && i < count; i++)
-		if (reqs[i] && !reqs[i]->is_static && reqs[i]->active)
+		if (reqs[i])
 			return reqs[i]->ctx;
 	return NULL;
 }

@@ -934,6 +934,10 @@ static int event_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	arm_when_idle(ctx);
 	T_ASSERT(poll(&pfd, 1, 0) == 0, "readable again after re-arming");
 	T_OK(coop_progress(ctx));
+	T_OK(coop_set_progress(ctx, COOP_PROGRESS_THREAD_SLEEP, -1));
+	T_ASSERT(coop_event_arm(ctx) == COOP_ERR_STATE,
+		 "armed while a progress thread takes the messages");
+	T_OK(coop_set_progress(ctx, COOP_PROGRESS_MANUAL, -1));
 	flag_set(fl, 3);
 	return 0;
 }
@@ -964,9 +968,17 @@ static int run_with_flags(int nranks, const char *const *env, rank_fn fn,
 	return rc;
 }
 
+/*
+ * What these check holds under manual progress, whatever COOP_PROGRESS
+ * the suite runs with: handlers run only inside the caller's progress, a
+ * ring fills while its owner does not poll, the caller's event fd fires.
+ * A progress thread drains the rings and runs the handlers itself.
+ */
+static const char *const env_manual[] = { "COOP_PROGRESS=manual", NULL };
+
 START_TEST(test_msg_slots)
 {
-	ck_assert_int_eq(run_with_flags(2, NULL, slots_rank, 0), 0);
+	ck_assert_int_eq(run_with_flags(2, env_manual, slots_rank, 0), 0);
 }
 END_TEST
 
@@ -984,7 +996,8 @@ END_TEST
 
 START_TEST(test_msg_queued)
 {
-	static const char *const env[] = { "COOP_RING_SLOTS=64", NULL };
+	static const char *const env[] = { "COOP_RING_SLOTS=64",
+					   "COOP_PROGRESS=manual", NULL };
 
 	ck_assert_int_eq(run_with_flags(2, env, queued_rank, 0), 0);
 }
@@ -994,7 +1007,7 @@ START_TEST(test_msg_peer_gone)
 {
 	struct rank_result res[3];
 
-	run_ranks(3, NULL, peer_rank, NULL, 60, res);
+	run_ranks(3, env_manual, peer_rank, NULL, 60, res);
 	ck_assert_msg(res[0].exited && res[0].status == 0, "rank 0 failed");
 	ck_assert_msg(res[1].exited && res[1].status == 0, "rank 1 failed");
 	ck_assert_int_eq(res[2].signo, SIGKILL);
@@ -1003,7 +1016,7 @@ END_TEST
 
 START_TEST(test_msg_event_fd)
 {
-	ck_assert_int_eq(run_with_flags(2, NULL, event_rank, 0), 0);
+	ck_assert_int_eq(run_with_flags(2, env_manual, event_rank, 0), 0);
 }
 END_TEST
 
