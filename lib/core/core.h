@@ -343,6 +343,7 @@ struct coop_context {
 	pthread_mutex_t lock;	/* the state lock (recursive) */
 	pthread_cond_t done_cv;	/* a request completed (cv_waiters) */
 	unsigned cv_waiters;
+	unsigned spins;		/* empty polls of blocked callers (async.c) */
 	struct coop_async *async;	/* the progress thread, or NULL */
 	int progress_want;	/* the mode asked for (COOP_PROGRESS) */
 	unsigned progress_cpu;	/* COOP_PROGRESS_CPU */

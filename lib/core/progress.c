@@ -401,6 +401,8 @@ void coop_idle(struct coop_context *ctx)
 {
 	unsigned n = ++ctx->idle, spin = ctx->cfg.spin;
 
+	if (n <= spin)
+		ctx->spins++;	/* someone polls: the progress thread naps */
 	if (n > spin && ctx->cfg.sleep_us)
 		idle_sleep(ctx, n - spin - 1);
 	else if (n > spin || !(n & SPIN_YIELD_MASK))
