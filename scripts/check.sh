@@ -54,16 +54,61 @@ vm() {
 # a copy so the normal build stays as it is: an out-of-bounds access, a
 # use after free, a leak at exit or undefined behaviour aborts the rank,
 # and so fails its test.
-lib_sanitized() {
-	local dir=$log_dir/sanitized
-	local flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+# sanitized_copy DIR CFLAGS: the library and its tests built in DIR with
+# CFLAGS, so the normal build stays as it is
+sanitized_copy() {
+	local dir=$1 flags=$2
 	mkdir -p "$dir/tests" && cp -r include lib "$dir/" &&
 		cp -r tests/lib "$dir/tests/" &&
 		make -s -C "$dir/lib" clean >/dev/null &&
 		make -s -C "$dir/tests/lib" clean >/dev/null &&
-		make -s -C "$dir/tests/lib" CFLAGS="$flags" || return 1
+		make -s -C "$dir/tests/lib" CFLAGS="$flags"
+}
+
+lib_sanitized() {
+	local dir=$log_dir/sanitized
+	sanitized_copy "$dir" "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" ||
+		return 1
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		COOP_PROVIDER=shm "$dir/tests/lib/test_lib"
+}
+
+# The same with ThreadSanitizer: a data race between two threads of a rank
+# ends the rank (halt_on_error), and so fails its test.  First the threads
+# case (application threads, and progress threads, on one context), then
+# every other case with a progress thread next to the rank's own
+# (COOP_PROGRESS=thread-sleep; LIB_TSAN_PROGRESS=manual: as in lib-native,
+# where only a few tests have a second thread).  The reports go to files
+# (log_path: some tests redirect a rank's stderr), printed after each case;
+# one fails the stage even if its test passed.  -Wno-tsan: GCC warns that
+# TSan does not model atomic_thread_fence; the ring's fences only order
+# the doorbell's arming against a producer's look at it (who rings), no
+# data is handed over through them.  Suppressions: tests/lib/tsan.supp,
+# for third-party code only.  TSan sees what this process's threads do,
+# not the copies of another rank or of the kernel (process_vm_readv).
+lib_tsan() {
+	local dir=$log_dir/tsan
+	local opts="halt_on_error=1 second_deadlock_stack=1"
+	local rc=0 c progress cases
+	opts+=" suppressions=$PWD/tests/lib/tsan.supp log_path=$dir/report"
+	sanitized_copy "$dir" "-O1 -g -fno-omit-frame-pointer -fsanitize=thread -Wno-tsan" ||
+		return 1
+	cases=$(sed -n 's/.*tcase_create("\([^"]*\)").*/\1/p' tests/lib/t_*.c |
+		grep -vx threads)
+	for c in threads $cases; do
+		progress=${LIB_TSAN_PROGRESS:-thread-sleep}
+		[ "$c" = threads ] && progress=	# it sets its own
+		env TSAN_OPTIONS="$opts" COOP_PROVIDER=shm CK_RUN_CASE="$c" \
+			${progress:+COOP_PROGRESS=$progress} \
+			"$dir/tests/lib/test_lib" || rc=1
+		if compgen -G "$dir/report.*" >/dev/null; then
+			echo "ThreadSanitizer reports of case $c:"
+			cat "$dir"/report.*
+			rm -f "$dir"/report.*
+			rc=1
+		fi
+	done
+	return $rc
 }
 
 stage module-w1 module_builds_warning_free
@@ -73,11 +118,18 @@ stage layer-check make -s -C lib layer-check
 stage layer-check-test tests/layercheck/run.sh
 stage lib-native env COOP_PROVIDER=shm tests/lib/test_lib
 stage lib-sanitized lib_sanitized
+stage lib-tsan lib_tsan
+# the whole suite with a polling progress thread per rank (lib-tsan ran it
+# with thread-sleep); in the VM below on the driver with thread-sleep
+stage lib-native-thread env COOP_PROVIDER=shm COOP_PROGRESS=thread \
+	tests/lib/test_lib
 stage kmod-vm vm tests/kmod/test_kmod
 # dma=auto above ran the DMA suite on the soft engine; now the dmaengine
 # path (test provider module) and dma=off.
 stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
 stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
+stage lib-vm-progress vm env COOP_PROVIDER=kmod COOP_PROGRESS=thread-sleep \
+	tests/lib/test_lib
 # the UCX transport under unmodified MPI programs (MPICH, Open MPI),
 # natively (shm provider) and in the VM (the driver: kmod provider)
 stage ucx tests/ucx/run.sh

@@ -126,7 +126,9 @@ static const struct cfg_entry table[] = {
 	  "offloaded transfer then (0: never busy)" },
 	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
 	  "off: never copy across processes in one step, pipeline large "
-	  "messages through bounce buffers; auto: probe at connect" },
+	  "messages through bounce buffers; auto: probe at connect (shm "
+	  "provider: process_vm_readv/writev; the driver's copies are not "
+	  "CMA and stay on)" },
 	{ "COOP_RING_SLOTS", CFG_UINT, FIELD(ring_slots), "1024", 16,
 	  1u << 20, NULL, 0,
 	  "control ring slots per endpoint, a power of two (shm provider)" },

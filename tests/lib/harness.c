@@ -239,14 +239,20 @@ static int read_line(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-int t_engine_present(void)
+int t_kmod_provider(void)
 {
 	const char *prov = getenv("COOP_PROVIDER");
-	char eng[16];
 
 	if (prov && *prov && strcmp(prov, "kmod"))
 		return 0;
-	if (access("/dev/coopmpi", R_OK | W_OK) ||
+	return !access("/dev/coopmpi", R_OK | W_OK);
+}
+
+int t_engine_present(void)
+{
+	char eng[16];
+
+	if (!t_kmod_provider() ||
 	    read_line("/sys/kernel/coopmpi/dma_engine", eng, sizeof(eng)))
 		return 0;
 	return strcmp(eng, "none") != 0;

@@ -71,8 +71,9 @@ int t_deny_syscalls(const int *nr, int n, int err);
 /* /sys/kernel/coopmpi/<name>: a node-wide counter of the driver, or
  * UINT64_MAX when it cannot be read (no driver). */
 uint64_t t_sysfs_u64(const char *name);
-/* Will the ranks' provider be kmod with a DMA engine (COOP_PROVIDER and
- * /sys/kernel/coopmpi/dma_engine)? */
+/* Will the ranks' provider be kmod (COOP_PROVIDER and /dev/coopmpi)? */
+int t_kmod_provider(void);
+/* ... kmod with a DMA engine (/sys/kernel/coopmpi/dma_engine)? */
 int t_engine_present(void);
 
 /* Helpers for rank code */

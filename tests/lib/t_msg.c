@@ -58,13 +58,15 @@ static void flag_wait(const struct flags *s, int i)
 	}
 }
 
-/* Progress ctx until *cond (an int the handlers set) reaches want. */
+/* Progress ctx until *cond (an int the handlers set) reaches want.  The
+ * handlers may run on a progress thread: *cond is read atomically, and
+ * the handler's writes before its rx_count() are seen after. */
 static void progress_until(coop_context_t *ctx, const int *cond, int want,
 			   const char *what)
 {
 	double end = deadline(20);
 
-	while (*cond < want) {
+	while (__atomic_load_n(cond, __ATOMIC_ACQUIRE) < want) {
 		T_OK(coop_progress(ctx));
 		if (now_s() > end)
 			T_FAIL("%s: %d of %d within 20 s", what, *cond, want);
@@ -156,6 +158,12 @@ struct rx {
 	int any_src;		/* 1: srcs not checked against sched */
 };
 
+/* A handler's last write: one more message (see progress_until). */
+static void rx_count(struct rx *rx)
+{
+	__atomic_fetch_add(&rx->total, 1, __ATOMIC_RELEASE);
+}
+
 static void on_plain(void *arg, int src, const void *msg, size_t len)
 {
 	struct rx *rx = arg;
@@ -178,7 +186,7 @@ static void on_plain(void *arg, int src, const void *msg, size_t len)
 	T_ASSERT(!memcmp(msg, want, len), "plain message %u bytes", seq);
 	rx->next[src]++;
 	rx->plain[src]++;
-	rx->total++;
+	rx_count(rx);
 }
 
 static void on_data(void *arg, int src, const void *hdr, size_t hlen,
@@ -217,7 +225,7 @@ static void on_data(void *arg, int src, const void *hdr, size_t hlen,
 		 src, len, bad);
 	rx->next[src]++;
 	rx->data[src]++;
-	rx->total++;
+	rx_count(rx);
 }
 
 static void rx_init(struct rx *rx, int me, const struct ent *sched, int n)
@@ -607,7 +615,8 @@ static int nohandler_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_ASSERT(saved >= 0 && dup2(fileno(err), 2) == 2, "dup2");
 		t_barrier(ctx, rank, size);
 		end = deadline(20);
-		while (rx.plain[0] < 1 && now_s() < end)
+		while (__atomic_load_n(&rx.total, __ATOMIC_ACQUIRE) < 1 &&
+		       now_s() < end)
 			if (coop_progress(ctx))
 				break;
 		total = rx.total;

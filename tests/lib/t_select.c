@@ -372,6 +372,7 @@ static int chunked_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	size_t small = *(const size_t *)arg;
 	char *buf = malloc(rank == 2 ? small : BIG_LEN);
+	char *sbuf = malloc(small);	/* rank 0's small receive: its own */
 	coop_request_t *r[2];
 	coop_status_t st;
 	int idx;
@@ -388,7 +389,7 @@ static int chunked_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	} else {
 		T_OK(coop_irecv(ctx, buf, BIG_LEN, 1, 1, COMM, COOP_F_BLOCKING,
 				&r[0]));
-		T_OK(coop_irecv(ctx, buf, small, 2, 2, COMM, 0, &r[1]));
+		T_OK(coop_irecv(ctx, sbuf, small, 2, 2, COMM, 0, &r[1]));
 		T_OK(coop_waitany(2, r, &idx, &st));
 		T_ASSERT(idx == 1, "the %zu-byte message waited for the "
 			 "large copy to end", small);
@@ -397,8 +398,10 @@ static int chunked_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_ASSERT(st.protocol == COOP_PROTOCOL_RGET, "large took %d",
 			 st.protocol);
 		T_ASSERT(buf[BIG_LEN - 1] == 1, "large data");
+		T_ASSERT(sbuf[small - 1] == 2, "small data");
 	}
 	t_barrier(ctx, rank, size);
+	free(sbuf);
 	free(buf);
 	return 0;
 }
