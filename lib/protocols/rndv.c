@@ -388,6 +388,8 @@ static void on_fin(struct coop_context *ctx, const union coop_pkt *pkt)
 		q->status.count = COOP_MIN(p->len, q->len);
 		if (p->len > q->len)
 			coop_req_set_error(q, COOP_ERR_TRUNCATE);
+		if (q->proto == PROTO_NONE && q->rtr_out)
+			q->proto = PROTO_RTR;	/* the sender wrote: status */
 		coop_req_unlink(q);
 		coop_req_event(q, EV_MATCH | EV_PEER);
 	} else {

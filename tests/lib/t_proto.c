@@ -315,6 +315,42 @@ START_TEST(test_cma_forbidden)
 }
 END_TEST
 
+/* A receive posted before its send goes receiver-initiated (RTR); both
+ * sides' status says so, though no RTS ever told the receiver. */
+static int rtr_status_rank(coop_context_t *ctx, int rank, int size,
+			   void *arg)
+{
+	size_t len = 1 << 20;
+	char *buf = malloc(len);
+	coop_request_t *r;
+	coop_status_t st;
+
+	(void)arg;
+	t_fill(buf, len, 5);
+	if (rank == 1)
+		T_OK(coop_irecv(ctx, buf, len, 0, 4, COMM, 0, &r));
+	t_barrier(ctx, rank, size);
+	if (rank == 0) {
+		usleep(100000);	/* the RTR is there first */
+		T_OK(coop_send(ctx, buf, len, 1, 4, COMM, 0));
+	} else {
+		T_OK(coop_wait(&r, &st));
+		T_ASSERT(st.protocol == COOP_PROTOCOL_RTR &&
+			 st.count == len && st.source == 0 && st.tag == 4,
+			 "receiver: protocol %d, %zu bytes", st.protocol,
+			 st.count);
+	}
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_rtr_status)
+{
+	ck_assert_int_eq(run_ranks(2, env_rtr, rtr_status_rank, NULL, 60,
+				   NULL), 0);
+}
+END_TEST
+
 #define NENVS (int)(sizeof(envs) / sizeof(envs[0]))
 
 TCase *tc_proto(void)
@@ -326,6 +362,7 @@ TCase *tc_proto(void)
 	tcase_add_loop_test(tc, test_truncate, 0, NENVS);
 	tcase_add_loop_test(tc, test_order, 0, NENVS);
 	tcase_add_test(tc, test_load_counters);
+	tcase_add_test(tc, test_rtr_status);
 	tcase_add_test(tc, test_cma_forbidden);
 	return tc;
 }
