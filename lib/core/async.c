@@ -40,6 +40,7 @@ struct coop_async {
 	int stop;		/* under ctx->lock */
 	unsigned cpu;
 	unsigned spins_seen;	/* ctx->spins at the last look */
+	int asleep;		/* on the doorbell (under ctx->lock) */
 };
 
 /* Did a blocked caller poll since the last look? */
@@ -68,9 +69,11 @@ static void async_idle(struct coop_context *ctx, struct coop_async *a,
 		us = coop_sleep_bound_us(ctx, us);
 		if (!us)
 			return;	/* a death to handle first */
+		a->asleep = 1;
 		dropped = coop_lock_drop(ctx);
 		ctx->prov.ops->wait_msg(&ctx->prov, (long)us);
 		coop_lock_retake(ctx, dropped);
+		a->asleep = 0;
 		return;
 	}
 	dropped = coop_lock_drop(ctx);
@@ -155,6 +158,30 @@ int coop_async_set(struct coop_context *ctx, int mode, unsigned cpu)
 	}
 	coop_unlock(ctx);
 	return COOP_SUCCESS;
+}
+
+/* A packet to ourselves: through the ring's doorbell protocol it wakes
+ * the thread wherever it sleeps (futex, poll on the driver's file). */
+void coop_async_kick(struct coop_context *ctx)
+{
+	union coop_pkt pkt;
+
+	if (!ctx->async || !ctx->async->asleep ||
+	    pthread_equal(ctx->async->tid, pthread_self()))
+		return;
+	ctx->async->asleep = 0;	/* one packet is enough */
+	coop_hdr_init(ctx, &pkt.h, PKT_WAKE, 0, 0);
+	coop_send_pkt(ctx, ctx->rank, &pkt);
+}
+
+static void on_wake(struct coop_context *ctx, const union coop_pkt *p)
+{
+	(void)ctx, (void)p;	/* the wake-up was all */
+}
+
+void coop_async_init(struct coop_context *ctx)
+{
+	coop_am_register(ctx, PKT_WAKE, on_wake);
 }
 
 int coop_async_mode(const struct coop_context *ctx)

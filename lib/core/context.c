@@ -107,6 +107,7 @@ int coop_core_init(struct coop_context *ctx, int dynamic)
 	dlist_init(&ctx->inflight);
 	init_static_req(ctx);
 	coop_am_register(ctx, PKT_BYE, on_bye);
+	coop_async_init(ctx);
 	rc = coop_config_load(&ctx->cfg);
 	if (!rc)
 		rc = init_pools(ctx);

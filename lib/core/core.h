@@ -440,6 +440,12 @@ COOP_HIDDEN int coop_async_set(struct coop_context *ctx, int mode,
 			       unsigned cpu);
 /* The mode running now. */
 COOP_HIDDEN int coop_async_mode(const struct coop_context *ctx);
+/* Work for the thread came from another thread (a copy job started by a
+ * call that matched a message which was there already): wake it if it
+ * sleeps on the doorbell, or it would sleep through the copy. */
+COOP_HIDDEN void coop_async_kick(struct coop_context *ctx);
+/* Register the wake-up packet (core init). */
+COOP_HIDDEN void coop_async_init(struct coop_context *ctx);
 
 static inline const struct coop_proto_ops *
 coop_proto_ops(const struct coop_context *ctx, unsigned p)

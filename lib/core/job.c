@@ -85,6 +85,7 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	j->help_only = a->shared && !j->charge;
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &j->link);
+	coop_async_kick(ctx);
 	if (ctx->load) {
 		ADD(&ctx->load->pending_ops, 1);
 		if (!r->precharged)

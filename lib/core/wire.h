@@ -28,6 +28,7 @@ enum coop_pkt_type {
 	PKT_BYE,		/* the sender finalized: a clean exit */
 	PKT_USER,		/* coop_msg_send(): the application's bytes */
 	PKT_USER_DATA,		/* coop_msg_buf_send(): header + bounce slot */
+	PKT_WAKE,		/* to ourselves: wakes our progress thread */
 	PKT_TYPE_MAX
 };
 
