@@ -5,10 +5,14 @@
 #          bandwidth, multi-pair bandwidth/message rate and overlap, 1 B ..
 #          16 MiB, every rendezvous protocol (shm provider), the peers
 #          (Open MPI, MPICH, ucx_perftest) and the machine's copy limits,
-#          all on this machine in this run; then the kmod provider and the
-#          driver's DMA channel in the QEMU VM (emulated: ratios only).
+#          all on this machine in this run; per protocol and progress mode
+#          (COOP_PROGRESS manual, thread, thread-sleep; the threads on their
+#          rank's CPU and on the other rank's) the overlap at 1, 4 and
+#          16 MiB, seed 002's origin/target test at 4 MiB, and the 8 B
+#          latency with a progress thread; then the kmod provider and
+#          the driver's DMA channel in the QEMU VM (emulated: ratios only).
 #          Writes bench/results/full/: one CSV per benchmark, summary.md,
-#          latency.png, bw.png, bibw.png, overlap.png.  ~5 min on 2 quiet
+#          latency.png, bw.png, bibw.png, overlap.png.  ~7 min on 2 quiet
 #          cores (3 interleaved rounds + 2 VM boots).
 #   quick  (make bench-quick) the headline numbers in < 90 s: the runs
 #          behind each ratio are interleaved, round after round, and every
@@ -138,6 +142,10 @@ add() {
 }
 
 protos="rget rput rtr coop auto"
+# progress modes of the overlap runs (bench/bin/overlap -p MODE; -peercpu:
+# the progress thread on the other rank's CPU, -c peer) and their sizes
+ovl_modes="manual thread thread-sleep thread-peercpu thread-sleep-peercpu"
+ovl_prog_sizes="1048576 4194304 16777216"
 cur_round=1
 peers=1
 [[ ${BENCH_PEERS:-1} == 0 ]] && peers=0
@@ -247,6 +255,34 @@ plan_full_round() {
 		add "overlap-$p-r$cur_round" overlap "coopmpi-$p" 4 "$ovl" "$cur_round" \
 			coop "$p" bench/bin/overlap -r 3 $ovl
 	done
+	plan_full_progress
+}
+
+# plan_full_progress: round $cur_round of the progress modes: per protocol
+# and mode, overlap at $ovl_prog_sizes (series coopmpi-PROTO-MODE) and,
+# for the modes without -peercpu, seed 002's origin/target test at 4 MiB;
+# the 8 B and 4 KiB latency of auto with a progress thread (manual: the
+# latency CSV's coopmpi-auto).  The thread shares its rank's CPU
+# (cooprun -b binds each rank to one) unless -peercpu.
+plan_full_progress() {
+	local p m
+	local -a pm
+	for p in $protos; do
+		for m in $ovl_modes; do
+			pm=(-p "${m%-peercpu}")
+			[[ $m == *-peercpu ]] && pm+=(-c peer)
+			# shellcheck disable=SC2086 # size lists split on purpose
+			add "ovlp-$p-$m-r$cur_round" overlap_progress "coopmpi-$p-$m" 4 "$ovl_prog_sizes" "$cur_round" \
+				coop "$p" bench/bin/overlap "${pm[@]}" -r 3 $ovl_prog_sizes
+			[[ $m == *-peercpu ]] && continue
+			add "ot-$p-$m-r$cur_round" origin_target "coopmpi-$p-$m" 11 4194304 "$cur_round" \
+				coop "$p" bench/bin/overlap -t origin-target -p "$m" -r 3 4194304
+		done
+	done
+	for m in thread thread-sleep; do
+		add "lat-auto-$m-r$cur_round" latency_progress "coopmpi-auto-$m" 1 "8 4096" "$cur_round" \
+			coopp "$m" auto bench/pingpong -i 2000 -r 3 8 4096
+	done
 }
 
 # plan_full_osu: latency, bandwidth and bidirectional bandwidth of every
@@ -283,7 +319,7 @@ plan_full_osu() {
 }
 
 plan_quick() {
-	local r rounds=${BENCH_ROUNDS:-7} i
+	local r rounds=${BENCH_ROUNDS:-7} i m
 	local -a names=() lines=()
 	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=7
 	for ((r = 1; r <= rounds; r++)); do
@@ -301,14 +337,23 @@ plan_quick() {
 			((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8")
 		fi
 		names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
+		# progress modes: RGET's receiver computing, 8 B latency
+		for m in manual thread thread-sleep thread-peercpu; do
+			names+=("q-ovl-rget-$m") lines+=("overlap_progress coopmpi-rget-$m 4194304 coop rget bench/bin/overlap -p ${m%-peercpu}$([[ $m == *-peercpu ]] && echo " -c peer") -r 3 -i 10 4194304")
+		done
+		names+=(q-lat-thread q-lat-thread-sleep)
+		lines+=("latency_progress coopmpi-auto-thread 8 coopp thread auto bench/pingpong -r 5 -i 2000 8"
+			"latency_progress coopmpi-auto-thread-sleep 8 coopp thread-sleep auto bench/pingpong -r 5 -i 2000 8")
 		# every other round in reverse order: order effects cancel too
 		for ((i = 0; i < ${#names[@]}; i++)); do
 			local k=$i
 			((r % 2 == 0)) && k=$((${#names[@]} - 1 - i))
-			local csv series sizes cmd
+			local csv series sizes cmd cols
 			read -r csv series sizes cmd <<<"${lines[k]}"
+			cols=${HDR[$csv]:-value}
+			cols=${cols//[!,]/}
 			# shellcheck disable=SC2086 # the command line splits on purpose
-			add "${names[k]}-r$r" "$csv" "$series" 1 "${sizes//,/ }" "$r" $cmd
+			add "${names[k]}-r$r" "$csv" "$series" $((${#cols} + 1)) "${sizes//,/ }" "$r" $cmd
 		done
 	done
 }
@@ -386,6 +431,9 @@ plan_smoke() {
 		add bibw bibw coopmpi-auto 1 "$t" 1 coop auto bench/bin/bibw -i 2 -r 1 -w 4 $t
 		add mbw_mr mbw_mr coopmpi-auto 2 "$t" 1 coop auto bench/bin/mbw_mr -i 2 -r 1 -w 4 $t
 		add overlap overlap coopmpi-auto 4 131072 1 coop auto bench/bin/overlap -i 2 -r 1 131072
+		add overlap-thread overlap_progress coopmpi-auto-thread 4 131072 1 coop auto bench/bin/overlap -p thread -i 2 -r 1 131072
+		add origin-target origin_target coopmpi-rget-thread-sleep 11 131072 1 coop rget bench/bin/overlap -t origin-target -p thread-sleep -i 2 -r 1 131072
+		add pingpong-thread-sleep latency_progress coopmpi-auto-thread-sleep 1 8 1 coopp thread-sleep auto bench/pingpong -i 4 -r 1 8
 		add patterns-scatter scatter_n3 coopmpi-auto 11 131072 1 coopn 3 auto bench/bin/patterns -p scatter -i 2 131072
 		add patterns-gather gather_n3 coopmpi-auto 11 131072 1 coopn 3 auto bench/bin/patterns -p gather -i 2 131072
 		add patterns-reduce reduce_n4 coopmpi-auto 12 262144 1 coopn 4 auto bench/bin/patterns -p reduce -i 2 262144

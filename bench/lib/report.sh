@@ -3,8 +3,9 @@
 # summary.md of a full or patterns run, the charts (bench/plot.gp), quick
 # mode's key=value lines, and the report mode that rewrites them.  Numbers
 # come from bench/lib/stats.sh.  Sourced by bench/run-suite.sh, whose
-# globals it uses (out, repo, mode, start, ncpu, protos, pattern_protos,
-# pattern_sizes, rndv_cols, notes, failures, skipped; say, have).
+# globals it uses (out, repo, mode, start, ncpu, protos, ovl_modes,
+# ovl_prog_sizes, pattern_protos, pattern_sizes, rndv_cols, notes,
+# failures, skipped; say, have).
 
 # report_run: what a run of $mode leaves besides its CSVs
 report_run() {
@@ -124,6 +125,7 @@ full_native() {
 	echo "## One-way latency, us (osu_latency; lower is better)"
 	echo
 	table latency 1 "%.2f" 8 4096 65536 1048576 16777216
+	latency_progress_table
 	echo
 	echo "## Bandwidth, MB/s (osu_bw, window 64; limits: one copy)"
 	echo
@@ -153,6 +155,110 @@ full_overlap() {
 	echo "Receiver side:"
 	echo
 	table overlap 2 "%.0f" "${lap[@]}"
+	full_overlap_progress
+	full_origin_target
+}
+
+# latency_progress_table: auto's latency with a progress thread against
+# manual progress (the latency table's coopmpi-auto)
+latency_progress_table() {
+	local m z row
+	[[ -e $out/latency_progress.csv ]] || return 0
+	echo
+	echo "With a progress thread (COOP_PROGRESS, auto; the thread shares its rank's CPU), us and / manual:"
+	echo
+	echo "| progress | 8 B | 4 KiB | 8 B / manual | 4 KiB / manual |"
+	echo "|---|---:|---:|---:|---:|"
+	echo "| manual | $(fmt "$(med latency coopmpi-auto 8)" %.2f) | $(fmt "$(med latency coopmpi-auto 4096)" %.2f) | 1 | 1 |"
+	for m in thread thread-sleep; do
+		row="| $m |"
+		for z in 8 4096; do
+			row+=" $(fmt "$(med latency_progress "coopmpi-auto-$m" "$z")" %.2f) |"
+		done
+		for z in 8 4096; do
+			row+=" $(fmt "$(ratio latency_progress "coopmpi-auto-$m" latency coopmpi-auto "$z")" %.2f) |"
+		done
+		echo "$row"
+	done
+}
+
+# full_overlap_progress: overlap per protocol and progress mode
+full_overlap_progress() {
+	local p m c z row hdr sep
+	[[ -e $out/overlap_progress.csv ]] || return 0
+	echo
+	echo "### Overlap by progress mode (COOP_PROGRESS; bench/bin/overlap -p MODE)"
+	echo
+	echo "% of the transfer the measured side spends computing while the other side waits.  manual: only library calls move data; thread: a progress thread per rank that polls; thread-sleep: one that sleeps on the mailbox doorbell.  Each rank is bound to one CPU and its progress thread inherits that binding: with a thread per rank, 4 threads share this machine's $ncpu CPUs, and a rank's thread can copy only when the scheduler takes the CPU from the rank's own computing thread.  peer CPU (overlap -c peer): each progress thread runs on the other rank's CPU, which is free while that rank waits (a spare core for the computing side)."
+	echo
+	hdr="| protocol | mode |" sep="|---|---|"
+	for c in sender receiver; do
+		for z in $ovl_prog_sizes; do
+			hdr+=" $c $(human "$z") |"
+			sep+="---:|"
+		done
+	done
+	echo "$hdr"
+	echo "$sep"
+	for p in $protos; do
+		for m in $ovl_modes; do
+			row="| $p | ${m/-peercpu/ (peer CPU)} |"
+			for c in 1 2; do
+				for z in $ovl_prog_sizes; do
+					row+=" $(fmt "$(med overlap_progress "coopmpi-$p-$m" "$z" "$c")" %.0f) |"
+				done
+			done
+			echo "$row"
+		done
+	done
+	mode_check overlap_progress osu
+}
+
+# full_origin_target: seed 002's Code 2 / Code 3 test, point to point
+full_origin_target() {
+	local p m ser z=4194304 row
+	[[ -e $out/origin_target.csv ]] || return 0
+	echo
+	echo "### Origin/target test (seed 002 Code 2 / Code 3, point to point), 4 MiB"
+	echo
+	echo "Both ranks post (coop_isend / coop_irecv) after a barrier.  The origin computes a fixed amount of work that takes T us on an idle CPU (T = 4 x the transfer time), then waits: comm = post .. completion.  The target computes T/2, then T more (comp), then waits.  Nobody calls the library while computing.  comm / T ~ 1: the transfer moved while both computed (independent progress); ~ 1.5 + copy / T: it waited for the target's wait.  comp / T > 1: a progress thread took CPU time from the computing thread.  landed: % of the message in the receiver's buffer when it stopped computing, before any library call.  Medians over rounds of the ratios."
+	echo
+	echo "| protocol | mode | T us | origin = sender: comm / T | origin comp / T | target comp / T | landed % | origin = receiver: comm / T | origin comp / T | target comp / T | landed % |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for p in $protos; do
+		for m in $ovl_modes; do
+			[[ $m == *-peercpu ]] && continue
+			ser=coopmpi-$p-$m
+			row="| $p | $m | $(fmt "$(med origin_target "$ser" "$z" 1)" %.0f) |"
+			row+=" $(fmt "$(ratio origin_target "$ser" origin_target "$ser" "$z" 2 1)" %.2f) |"
+			row+=" $(fmt "$(ratio origin_target "$ser" origin_target "$ser" "$z" 3 1)" %.2f) |"
+			row+=" $(fmt "$(ratio origin_target "$ser" origin_target "$ser" "$z" 4 1)" %.2f) |"
+			row+=" $(fmt "$(med origin_target "$ser" "$z" 6)" %.0f) |"
+			row+=" $(fmt "$(ratio origin_target "$ser" origin_target "$ser" "$z" 7 1)" %.2f) |"
+			row+=" $(fmt "$(ratio origin_target "$ser" origin_target "$ser" "$z" 8 1)" %.2f) |"
+			row+=" $(fmt "$(ratio origin_target "$ser" origin_target "$ser" "$z" 9 1)" %.2f) |"
+			row+=" $(fmt "$(med origin_target "$ser" "$z" 11)" %.0f) |"
+			echo "$row"
+		done
+	done
+	mode_check origin_target origin-target
+}
+
+# mode_check CSV TEST: a line for each series (coopmpi-PROTO-MODE) whose
+# program did not report running TEST in MODE ("# overlap: test TEST
+# progress MODE cpu C ..." in CSV.notes; MODE-peercpu: "cpu N (peer)")
+mode_check() {
+	local csv=$1 test=$2 ser m want bad=""
+	[[ -e $out/$csv.csv ]] || return 0
+	while read -r ser; do
+		m=${ser#coopmpi-*-}
+		want="^$ser: overlap: test $test progress ${m%-peercpu} cpu "
+		[[ $m == *-peercpu ]] && want+="[0-9]+ \(peer\) "
+		grep -Eq "$want" "$out/$csv.notes" 2>/dev/null || bad+=" $ser"
+	done < <(awk -F, 'FNR > 1 && !seen[$1]++ { print $1 }' "$out/$csv.csv")
+	[[ -z $bad ]] && return 0
+	echo
+	echo "**Warning:** these series did not report the test and progress mode of their name:$bad (see $csv.notes)."
 }
 
 # ucx_row MPI CSV WHAT FORMAT UNIT SIZE [BASE]: one row: the MPI's default
@@ -276,7 +382,9 @@ full_peers() {
 	echo
 	echo "## Peers"
 	echo
-	cat "$out"/*.notes 2>/dev/null | sort -u | sed 's/^/    /'
+	# the overlap programs' notes are their settings, not peers'
+	find "$out" -maxdepth 1 -name '*.notes' ! -name 'overlap*' ! -name 'origin_target*' \
+		-exec cat {} + 2>/dev/null | sort -u | sed 's/^/    /'
 	echo "    openmpi: mpirun.openmpi --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
 	echo "    mpich:   mpirun.mpich (ch4:ucx)"
 	echo "    ucx:     ucx_perftest -t tag_lat / tag_bw -O 64, $(ucx_info -v 2>/dev/null | awk '/Version/ { print "UCX " $3; exit }')"
@@ -523,4 +631,12 @@ print_keys() {
 	echo "mpich_ucxcoop_lat_8B_vs_default=$(ratio latency mpich-ucxcoop latency mpich 8)"
 	echo "ompi_ucxcoop_lat_8B_vs_default=$(ratio latency openmpi-ucxcoop latency openmpi 8)"
 	echo "ompi_ucxcoop_lat_8B_vs_pml_ucx=$(ratio latency openmpi-ucxcoop latency openmpi-ucx 8)"
+	echo "overlap_manual_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-manual $F 2)"
+	echo "overlap_thread_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread $F 2)"
+	echo "overlap_threadsleep_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread-sleep $F 2)"
+	echo "overlap_threadpeercpu_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread-peercpu $F 2)"
+	echo "eager_lat_8B_thread_us=$(med latency_progress coopmpi-auto-thread 8)"
+	echo "eager_lat_8B_threadsleep_us=$(med latency_progress coopmpi-auto-thread-sleep 8)"
+	echo "lat_8B_thread_vs_manual=$(ratio latency_progress coopmpi-auto-thread latency coopmpi-auto 8)"
+	echo "lat_8B_threadsleep_vs_manual=$(ratio latency_progress coopmpi-auto-thread-sleep latency coopmpi-auto 8)"
 }

@@ -12,11 +12,23 @@ coop() { # coop PROTO PROG ARGS...: libcoopmpi program, 2 ranks, shm provider
 
 # coopn N PROTO PROG ARGS...: the same with N ranks, bound round-robin to
 # the CPUs even when N > CPUs (cooprun -b: every run shares the CPUs the
-# same way, rather than however the scheduler moves busy-polling ranks)
+# same way, rather than however the scheduler moves busy-polling ranks).
+# Manual progress unless coopp says otherwise (not the caller's
+# COOP_PROGRESS: a series' name says its mode).
 coopn() {
 	local n=$1 proto=$2
 	shift 2
-	env COOP_PROVIDER=shm COOP_RNDV="$proto" scripts/cooprun -n "$n" -b -t "$tmo" "$@"
+	env COOP_PROVIDER=shm COOP_RNDV="$proto" COOP_PROGRESS="${coop_progress:-manual}" \
+		scripts/cooprun -n "$n" -b -t "$tmo" "$@"
+}
+
+# coopp MODE PROTO PROG ARGS...: coop with COOP_PROGRESS=MODE (manual,
+# thread, thread-sleep): the progress thread, for programs without -p.
+# It inherits its rank's CPU binding (COOP_PROGRESS_CPU unset).
+coopp() {
+	local coop_progress=$1
+	shift
+	coop "$@"
 }
 
 # ompi, mpich, ompi_coop, mpich_coop: bench/lib/mpi.sh
@@ -94,6 +106,9 @@ declare -A HDR=(
 	[latency]=latency_us [bw]=MBps [bibw]=MBps [limits]=MBps
 	[mbw_mr]="MBps,messages_per_s"
 	[overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
+	[overlap_progress]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
+	[origin_target]="T_us,s_comm_us,s_origin_comp_us,s_target_comp_us,s_target_wait_us,s_landed_pct,r_comm_us,r_origin_comp_us,r_target_comp_us,r_target_wait_us,r_landed_pct"
+	[latency_progress]=latency_us
 	[vm_latency]=latency_us [vm_bw]=MBps [vm_ucx_latency]=latency_us [vm_ucx_bw]=MBps [vm_bibw]=MBps [vm_stripe]=MBps
 	[vm_mbw_mr]="MBps,messages_per_s"
 	[vm_overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
