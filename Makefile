@@ -1,7 +1,8 @@
 # coopmpi - top-level build.
 #
 #   make              install missing packages, build library, tests, module,
-#                     the UCX transport (lib/ucx/libuct_coop.so)
+#                     the UCX transport (lib/ucx/libuct_coop.so) and Open
+#                     MPI's btl uct (scripts/ompi-btl-uct.sh)
 #   make check        everything above, then every test: natively (library,
 #                     shm provider) and in a QEMU VM against the real module
 #   make bench        the full benchmark suite (bench/results/full/)
@@ -24,9 +25,12 @@ deps:
 lib: deps
 	$(MAKE) -C lib
 
-# against Debian's UCX; its internal headers: scripts/ucx-src.sh (cached)
+# against Debian's UCX; its internal headers: scripts/ucx-src.sh (cached).
+# Open MPI's btl uct and ob1 for scripts/coop-ucx-env's default Open MPI
+# path: scripts/ompi-btl-uct.sh (cached; the VM only reads the cache)
 ucx: lib
 	$(MAKE) -C lib/ucx
+	@scripts/ompi-btl-uct.sh >/dev/null
 
 module: deps
 	$(MAKE) -C kmod

@@ -12,12 +12,13 @@ packages=(
 	libibverbs-dev rdma-core liburing-dev
 	check
 	gnuplot-nox
-	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils
-	dpkg-dev libtool autoconf automake g++
+	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libucx-dev
+	dpkg-dev patch libtool autoconf automake g++
 	netpipe-mpich2 netpipe-openmpi python3-mpi4py
 )
 
-# scripts/ucx-src.sh runs `apt-get source ucx`, which needs deb-src entries.
+# scripts/ucx-src.sh and scripts/ompi-btl-uct.sh run `apt-get source` (ucx,
+# openmpi: scripts/deb-src.sh), which needs deb-src entries.
 # When none is enabled, add our own for the URIs and suites of Debian's
 # deb entries (deb822 debian.sources, or one-line sources.list).
 src_file=/etc/apt/sources.list.d/coopmpi-src.sources
@@ -88,7 +89,7 @@ fi
 
 if ((EUID != 0)); then
 	if ((${#missing[@]} == 0)); then
-		# only apt-get source (scripts/ucx-src.sh) needs it: not an error here
+		# only apt-get source (scripts/deb-src.sh) needs it: not an error here
 		echo "deps: all ${#packages[@]} packages installed; no deb-src entry (run as root to add one)" >&2
 		exit 0
 	fi

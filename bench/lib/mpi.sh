@@ -31,13 +31,24 @@ mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
 	timeout -k 5 "$tmo" mpirun.mpich -np 2 "${bind[@]}" bench/bin/mpi_peer.mpich "$@"
 }
 
-# ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through UCX
-# with the coop transport (scripts/coop-ucx-env: UCX_TLS=self,posix,coop;
-# Open MPI's pml ucx)
+# ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through the
+# coop transport (scripts/coop-ucx-env): Open MPI's ob1 with vader for the
+# messages and btl uct reading the rendezvous through coop (the wrapper's
+# default); MPICH through UCX with UCX_TLS=self,posix,coop
 ompi_coop() {
 	local bind=()
 	((ncpu >= 2)) && bind=(--bind-to core)
 	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root \
+		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
+}
+
+# ompi_coop_pml_ucx ARGS...: Open MPI through its pml ucx with the coop
+# transport (scripts/coop-ucx-env -p ucx: UCX_TLS=self,posix,coop), the
+# wrapper's Open MPI path before ob1 + btl uct
+ompi_coop_pml_ucx() {
+	local bind=()
+	((ncpu >= 2)) && bind=(--bind-to core)
+	timeout -k 5 "$tmo" scripts/coop-ucx-env -p ucx mpirun.openmpi --allow-run-as-root \
 		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
 }
 

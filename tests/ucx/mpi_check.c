@@ -3,7 +3,9 @@
  * mpi_check.c - an unmodified MPI program (no libcoopmpi call): two ranks
  * exchange messages of every protocol size - eager to 16 MiB rendezvous,
  * unaligned - blocking each way, then nonblocking both ways at once, with
- * a computing sender, and check every byte.  Exit 0 and "mpi_check: ok"
+ * a computing sender, then contiguous sends received into a strided
+ * datatype (a receiver that cannot take the data in place: Open MPI's ob1
+ * declines the RGET), and check every byte.  Exit 0 and "mpi_check: ok"
  * when all arrived intact.
  */
 #include <mpi.h>
@@ -74,6 +76,33 @@ static int both_ways(int rank, unsigned char *sb, unsigned char *rb,
 	return check(rb, n, seed + (unsigned)!rank);
 }
 
+/* N contiguous doubles from rank "from" into every other double of the
+ * receiver's buffer (MPI_Type_vector), the gaps left alone */
+static int strided(int rank, double *sb, double *rb, int n, int from)
+{
+	MPI_Datatype vec;
+	int i, bad = 0;
+
+	if (rank == from) {
+		for (i = 0; i < n; i++)
+			sb[i] = i + 0.5 * from;
+		MPI_Send(sb, n, MPI_DOUBLE, !from, 9, MPI_COMM_WORLD);
+		return 0;
+	}
+	for (i = 0; i < 2 * n; i++)
+		rb[i] = -1;
+	MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &vec);
+	MPI_Type_commit(&vec);
+	MPI_Recv(rb, 1, vec, from, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Type_free(&vec);
+	for (i = 0; i < n && !bad; i++)
+		bad = rb[2 * i] != i + 0.5 * from || rb[2 * i + 1] != -1;
+	if (bad)
+		fprintf(stderr, "mpi_check: strided receive of %d doubles wrong at %d\n",
+			n, i - 1);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char *sb = malloc((16 << 20) + 64);
@@ -95,6 +124,10 @@ int main(int argc, char **argv)
 				       2 * k + 1);
 			bad |= both_ways(rank, sb + 5, rb + 1, sizes[k], k);
 		}
+	/* 64 KiB and 1 MiB of doubles, each way (the buffers hold 16 MiB) */
+	for (k = 0; k < 4; k++)
+		bad |= strided(rank, (double *)(void *)sb, (double *)(void *)rb,
+			       k < 2 ? 8192 : 131072, (int)(k & 1));
 	MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
 	if (!rank)
 		printf("mpi_check: %s\n", all ? "DATA ERRORS" : "ok");

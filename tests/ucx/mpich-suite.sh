@@ -8,12 +8,17 @@
 # any failed.
 #
 #   tests/ucx/mpich-suite.sh [OPTIONS]
-#     --baseline      without coop: UCX_TLS=self,posix,cma (Open MPI with the
-#                     same --mca pml ucx options), to tell failures that
-#                     coop causes from the suite's own
+#     --baseline      without coop, to tell failures that coop causes from
+#                     the suite's own: MPICH with UCX_TLS=self,posix,cma;
+#                     Open MPI's own default (ob1, vader with CMA) - with
+#                     --tls or COOP_OMPI_PML=ucx its pml ucx (the same
+#                     --mca options) and UCX_TLS=self,posix,cma, as the
+#                     coop runs then use
 #     --mpi NAME      mpich or openmpi only (default: both)
 #     --tls TLS       UCX_TLS for the coop runs (scripts/coop-ucx-env -t;
-#                     default self,posix,coop; coop,self: coop alone)
+#                     default self,posix,coop; coop,self: coop alone); Open
+#                     MPI then runs its pml ucx, else the wrapper's default
+#                     (ob1, vader, btl uct reading the rendezvous via coop)
 #     --only REGEX    only the programs whose dir/name matches
 #     --all           also run the programs the list excludes
 #     --logs DIR      keep every run's output in DIR
@@ -47,6 +52,10 @@ done
 for mpi in "${mpis[@]}"; do
 	[[ $mpi == mpich || $mpi == openmpi ]] || { echo "mpich-suite: unknown MPI $mpi" >&2; exit 2; }
 done
+# Open MPI's pml through scripts/coop-ucx-env: COOP_OMPI_PML, else ucx with
+# --tls (-t), else ob1 (vader + btl uct)
+ompi_pml=${COOP_OMPI_PML:-ob1}
+[[ -z ${COOP_OMPI_PML:-} && ${#tls[@]} -gt 0 ]] && ompi_pml=ucx
 
 src=$(scripts/deb-src.sh libmpich-dev) || exit 1
 suite=$src/test/mpi
@@ -127,6 +136,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 [[ -z $logs ]] || mkdir -p "$logs" || exit 1
 . tests/ucx/report.sh
+copy_count_build "$tmp" || exit 1
 
 # The list accounts for every program of the testlists, and only for them.
 candidates | awk '{print $1}' | sort >"$tmp/cand"
@@ -211,10 +221,12 @@ launch() {
 			--oversubscribe -np "$np")
 	elif [[ $mpi == mpich ]]; then
 		cmd=(mpirun.mpich -genv UCX_TLS "self,posix,cma" -np "$np")
-	else
+	elif [[ $ompi_pml == ucx ]]; then
 		cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ucx
 			--mca pml_ucx_tls any --mca pml_ucx_devices any
 			-x "UCX_TLS=self,posix,cma" -np "$np")
+	else
+		cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np")
 	fi
 }
 
@@ -273,7 +285,8 @@ for mpi in "${mpis[@]}"; do
 	echo "# $mpi: $n_run programs run in $((SECONDS - mpi_start))s; excluded:${ex%,}"
 
 	# coop carried traffic: the tag protocol of a two-rank program has a
-	# coop/memory lane (rendezvous)
+	# coop/memory lane (rendezvous); under Open MPI's default path through
+	# the wrapper (ob1 + btl uct, no UCX lanes) coop copied its 16 MiB
 	if [[ $mode == coop ]]; then
 		probe=pt2pt/huge_ssend
 		if [[ $mpi == mpich ]]; then
@@ -281,12 +294,23 @@ for mpi in "${mpis[@]}"; do
 		else
 			info=(-x UCX_LOG_LEVEL=info -x COOP_VERBOSE=1)
 		fi
+		ob1=0
+		[[ $mpi == openmpi && $ompi_pml == ob1 ]] && ob1=1
 		launch "$mpi" 2
-		(cd "$tmp" && timeout -k 5 60 "${cmd[@]}" "${info[@]}" \
+		before=$(copy_bytes)
+		preload=()
+		((ob1)) && preload=(env "LD_PRELOAD=$tmp/copy_count.so")
+		(cd "$tmp" && timeout -k 5 60 "${preload[@]}" "${cmd[@]}" "${info[@]}" \
 			"$bdir/$probe") </dev/null >"$tmp/info" 2>&1
-		what="$mpi: $probe's rendezvous lane is coop (UCX_LOG_LEVEL=info ep_cfg) on the $provider provider"
-		if grep -q '^ *No Errors' "$tmp/info" &&
-			grep -qE 'ep_cfg\[[0-9]+\]: tag\([^)]*coop/memory' "$tmp/info" &&
+		copied=$(coop_copied "$tmp/info" "$before")
+		if ((ob1)); then
+			what="$mpi: $probe's 16 MiB copied by coop (ob1 + btl uct) on the $provider provider"
+			lane() { ((copied >= 16 << 20)); }
+		else
+			what="$mpi: $probe's rendezvous lane is coop (UCX_LOG_LEVEL=info ep_cfg) on the $provider provider"
+			lane() { grep -qE 'ep_cfg\[[0-9]+\]: tag\([^)]*coop/memory' "$tmp/info"; }
+		fi
+		if grep -q '^ *No Errors' "$tmp/info" && lane &&
 			grep -q "coopmpi\[[0-9]*\]: provider $provider" "$tmp/info"; then
 			ok "$what"
 		else

@@ -9,3 +9,24 @@ nok() {
 	fail=$((fail + 1))
 	[[ -z ${2:-} ]] || sed 's/^/     | /' "$2" | tail -"${report_tail:-20}"
 }
+
+# Open MPI's default path through coop (scripts/coop-ucx-env: ob1, vader,
+# btl uct) logs no UCX lanes; coop's copies show what it carried.
+# copy_count_build DIR: DIR/copy_count.so (tests/ucx/copy_count.c), which
+# LD_PRELOAD'ed into the ranks prints the bytes their process_vm_readv/
+# writev moved, by calling object (libuct_coop.so: the shm provider's
+# copies; mca_btl_vader.so: vader's CMA).
+# copy_bytes: the driver's COPY bytes so far (kmod provider, sysfs).
+# coop_copied LOG BEFORE: the bytes coop copied in a run: LOG's copy_count
+# lines of libuct_coop.so and the driver's bytes since BEFORE (copy_bytes).
+copy_count_build() {
+	cc -O2 -Wall -Werror -shared -fPIC tests/ucx/copy_count.c \
+		-o "$1/copy_count.so" -ldl
+}
+copy_bytes() { cat /sys/kernel/coopmpi/copy_bytes 2>/dev/null || echo 0; }
+coop_copied() {
+	local shm
+	shm=$(awk '/^copy_count\[[0-9]+\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
+		END { print s + 0 }' "$1")
+	echo $((shm + $(copy_bytes) - $2))
+}

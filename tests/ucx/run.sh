@@ -39,7 +39,8 @@ mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.mpich" &&
 	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.openmpi" &&
 	mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_kill.c -o "$tmp/kill.mpich" &&
 	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_kill.c -o "$tmp/kill.openmpi" &&
-	cc -shared -fPIC tests/ucx/version_shim.c -o "$tmp/shim.so" ||
+	cc -shared -fPIC tests/ucx/version_shim.c -o "$tmp/shim.so" &&
+	copy_count_build "$tmp" ||
 	{ echo "cannot build the test programs"; exit 1; }
 shm_files >"$tmp/shm-before"
 
@@ -55,24 +56,52 @@ else
 fi
 
 # 2. Unmodified MPI programs through coop, data checked; the rendezvous
-#    lane of the tag protocol is coop.
+#    lane of the tag protocol is coop.  Open MPI: the wrapper's default
+#    (ob1, vader for messages, btl uct reading the rendezvous through
+#    coop: no UCX lane to log, coop's copies counted instead) and pml ucx
+#    (-p ucx, UCX's lanes).
 mpich=(mpirun.mpich -np 2 -bind-to core -genv UCX_LOG_LEVEL info
 	-genv COOP_VERBOSE 1)
 ompi=(mpirun.openmpi --allow-run-as-root -np 2 --bind-to core -x UCX_LOG_LEVEL=info)
 for mpi in mpich openmpi; do
-	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
-	expect "$mpi: mpi_check (0 B .. 16 MiB, both ways, data checked)" "$tmp/$mpi" \
+	name=$mpi
+	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else
+		launch=(-p ucx "${ompi[@]}") name="openmpi (pml ucx)"; fi
+	expect "$name: mpi_check (0 B .. 16 MiB, both ways, data checked)" "$tmp/$mpi" \
 		"$env_run" "${launch[@]}" "$tmp/check.$mpi"
 	if grep -q 'mpi_check: ok' "$tmp/$mpi" &&
 		grep -qE 'ep_cfg\[[0-9]+\]: tag\([^)]*coop/memory' "$tmp/$mpi"; then
-		ok "$mpi: the tag protocol's rendezvous went through coop"
+		ok "$name: the tag protocol's rendezvous went through coop"
 	else
-		nok "$mpi: the tag protocol's rendezvous went through coop" "$tmp/$mpi"
+		nok "$name: the tag protocol's rendezvous went through coop" "$tmp/$mpi"
 	fi
 done
+# mpi_check sends its messages over 32 KiB (rendezvous: 64 KiB + 13, 1 MiB,
+# 4 MiB + 7, 16 MiB) 12 times each: 12 x 21.06 MiB that coop must read
+before=$(copy_bytes)
+LD_PRELOAD=$tmp/copy_count.so expect \
+	"openmpi (ob1 + vader + btl uct): mpi_check (0 B .. 16 MiB, both ways, data checked)" \
+	"$tmp/ob1" "$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
+	-x COOP_VERBOSE=1 "$tmp/check.openmpi"
+copied=$(coop_copied "$tmp/ob1" "$before")
+if grep -q 'mpi_check: ok' "$tmp/ob1" && ((copied >= 12 * (21 << 20))); then
+	ok "openmpi (ob1 + vader + btl uct): coop read the rendezvous data ($((copied >> 20)) MiB)"
+else
+	nok "openmpi (ob1 + vader + btl uct): coop read the rendezvous data (only $copied bytes)" \
+		"$tmp/ob1"
+fi
+# a component that cannot be built: a clear error, not Open MPI's own path
+if COOP_CACHE=/proc/coopmpi-no-cache "$env_run" mpirun.openmpi --allow-run-as-root \
+	-np 2 "$tmp/check.openmpi" >"$tmp/nobtl" 2>&1; then
+	nok "openmpi: no btl uct to be had: the wrapper fails and names -p ucx" "$tmp/nobtl"
+elif grep -q -- '-p ucx' "$tmp/nobtl" && ! grep -q 'mpi_check' "$tmp/nobtl"; then
+	ok "openmpi: no btl uct to be had: the wrapper fails and names -p ucx"
+else
+	nok "openmpi: no btl uct to be had: the wrapper fails and names -p ucx" "$tmp/nobtl"
+fi
 expect "mpich: NetPIPE integrity check (NPmpich2 -i, 1 B .. 4 MiB)" "$tmp/np1" \
 	"$env_run" mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 -o "$tmp/np1.out"
-expect "openmpi: NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2" \
+expect "openmpi (ob1 + vader + btl uct): NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2" \
 	"$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
 	NPopenmpi -i -u 4194304 -o "$tmp/np2.out"
 
@@ -80,6 +109,7 @@ expect "openmpi: NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2
 #     UCP's wireup, eager and rendezvous - goes through the coop
 #     interface's mailbox rings, bounce slots and copies.
 for mpi in mpich openmpi; do
+	# (-t selects Open MPI's pml ucx)
 	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
 	expect "$mpi: UCX_TLS=coop,self: mpi_check (0 B .. 16 MiB, data checked)" \
 		"$tmp/alone.$mpi" "$env_run" -t coop,self "${launch[@]}" "$tmp/check.$mpi"
@@ -178,12 +208,18 @@ fi
 # 4. A rank killed in the middle of a rendezvous: the job ends with an
 #    error within the time limit, and nothing of it stays in /dev/shm
 #    (checked below).
+#    Open MPI: its default path through the wrapper (ob1 + btl uct), then
+#    pml ucx (-t) with both transport lists.
 for mpi in mpich openmpi; do
 	if [[ $mpi == mpich ]]; then launch=(mpirun.mpich -np 2); else
 		launch=(mpirun.openmpi --allow-run-as-root -np 2); fi
-	for tls in self,posix,coop coop,self; do
+	paths=("self,posix,coop" "coop,self")
+	[[ $mpi == openmpi ]] && paths=(ob1 "${paths[@]}")
+	for tls in "${paths[@]}"; do
+		how=(-t "$tls")
+		[[ $tls == ob1 ]] && how=()
 		start=$SECONDS
-		timeout 120 "$env_run" -t $tls "${launch[@]}" "$tmp/kill.$mpi" >"$tmp/kill" 2>&1
+		timeout 120 "$env_run" "${how[@]}" "${launch[@]}" "$tmp/kill.$mpi" >"$tmp/kill" 2>&1
 		rc=$?
 		if ((rc != 0 && rc != 124)); then
 			ok "$mpi ($tls): a rank killed mid-rendezvous: the job fails (rc $rc) in $((SECONDS - start)) s"
