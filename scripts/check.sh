@@ -144,6 +144,11 @@ stage ucx-mpich-suite-coop-only tests/ucx/mpich-suite.sh --tls coop,self \
 # Debian's python3-mpi4py (Open MPI): its benchmarks and a test suite of
 # mpi4py programs (tests/ucx/mpi4py_suite.py) through coop
 stage ucx-mpi4py tests/ucx/mpi4py-suite.sh
+# Open MPI's pml ucx path (scripts/coop-ucx-env -p ucx) stays covered now
+# that ob1 + btl uct is the wrapper's default for Open MPI
+stage ucx-mpich-suite-pml-ucx env COOP_OMPI_PML=ucx \
+	tests/ucx/mpich-suite.sh --mpi openmpi
+stage ucx-mpi4py-pml-ucx env COOP_OMPI_PML=ucx tests/ucx/mpi4py-suite.sh
 mpich_suite_vm_subset='^(pt2pt/(sendrecv2|anyall|bottom|eagerdt|mprobe|manylmt|huge_anysrc|huge_ssend|huge_dupcomm|dtype_send|large_tag|rcancel)|coll/(iallred|coll7|alltoallw_zeros)|rma/(test1|transpose1|put_base|manyget|get_struct|rget_testall))$'
 stage ucx-mpich-suite-vm vm env COOP_SUITE_TIMEOUT=120 \
 	tests/ucx/mpich-suite.sh --only "$mpich_suite_vm_subset"

@@ -294,14 +294,14 @@ full_ucx() {
 	echo
 	echo "## Unmodified MPIs through the UCX transport coop (shm provider)"
 	echo
-	echo "bench/bin/mpi_peer (osu_latency / osu_bw) under each launcher; coop: scripts/coop-ucx-env (UCX_TLS=self,posix,coop).  Goals: bandwidth >= 1.8x the default path at 1-16 MiB, 8 B latency <= 1.05x."
+	echo "bench/bin/mpi_peer (osu_latency / osu_bw) under each launcher; coop: scripts/coop-ucx-env (MPICH: UCX with UCX_TLS=self,posix,coop; Open MPI: ob1 + vader for small messages, Open MPI's btl uct over coop for rendezvous).  Goals: bandwidth >= 1.8x the default path at 1-16 MiB, 8 B latency <= 1.05x."
 	echo
 	ucx_header
 	ucx_rows latency bw "8 4096 65536" "65536 1048576 4194304 16777216"
 	[[ -e $out/latency.csv ]] && grep -q '^openmpi-ucx,' "$out/latency.csv" ||
 		return 0
 	echo
-	echo "Open MPI's latency through coop runs its pml ucx, whose own cost shows against the same pml on UCX's transports without coop (openmpi-ucx):"
+	echo "Open MPI through coop (ob1 + btl uct) against its pml ucx on UCX's own transports without coop (openmpi-ucx), the path the wrapper's -p ucx takes:"
 	echo
 	ucx_header
 	local s
