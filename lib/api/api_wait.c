@@ -30,8 +30,11 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 
 	if (is_idle(r)) {
 		empty_status(st);
-		if (r && r->is_static)
+		if (r && r->is_static) {	/* an inline send, done at once */
+			if (st)
+				st->protocol = COOP_PROTOCOL_EAGER;
 			*rp = NULL;
+		}
 		return COOP_SUCCESS;
 	}
 	err = r->err;

@@ -351,6 +351,45 @@ START_TEST(test_rtr_status)
 }
 END_TEST
 
+/* A small standard send completes at once, inline in its packet (no
+ * request behind its handle): its status and the statistics still say
+ * EAGER. */
+static int inline_status_rank(coop_context_t *ctx, int rank, int size,
+			      void *arg)
+{
+	char msg[8] = "inline!";
+	coop_request_t *r;
+	coop_status_t st;
+	coop_stats_t before, after;
+
+	(void)arg, (void)size;
+	if (rank == 0) {
+		T_OK(coop_get_stats(ctx, &before));
+		T_OK(coop_isend(ctx, msg, sizeof(msg), 1, 6, COMM, 0, &r));
+		T_OK(coop_wait(&r, &st));
+		T_OK(coop_get_stats(ctx, &after));
+		T_ASSERT(st.protocol == COOP_PROTOCOL_EAGER && !r,
+			 "inline send: protocol %d", st.protocol);
+		T_ASSERT(after.sent[COOP_PROTOCOL_EAGER] ==
+			 before.sent[COOP_PROTOCOL_EAGER] + 1,
+			 "inline send not counted as EAGER");
+	} else {
+		memset(msg, 0, sizeof(msg));
+		T_OK(coop_recv(ctx, msg, sizeof(msg), 0, 6, COMM, 0, &st));
+		T_ASSERT(st.protocol == COOP_PROTOCOL_EAGER &&
+			 !strcmp(msg, "inline!"), "receiver: protocol %d",
+			 st.protocol);
+	}
+	return 0;
+}
+
+START_TEST(test_inline_status)
+{
+	ck_assert_int_eq(run_ranks(2, NULL, inline_status_rank, NULL, 60,
+				   NULL), 0);
+}
+END_TEST
+
 #define NENVS (int)(sizeof(envs) / sizeof(envs[0]))
 
 TCase *tc_proto(void)
@@ -363,6 +402,7 @@ TCase *tc_proto(void)
 	tcase_add_loop_test(tc, test_order, 0, NENVS);
 	tcase_add_test(tc, test_load_counters);
 	tcase_add_test(tc, test_rtr_status);
+	tcase_add_test(tc, test_inline_status);
 	tcase_add_test(tc, test_cma_forbidden);
 	return tc;
 }
