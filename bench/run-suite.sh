@@ -299,6 +299,8 @@ plan_full_osu() {
 		ranged lat lat-openmpi-coop latency openmpi-ucxcoop 1 ompi_coop -V -t lat
 	((have_ompi && have_coop_ucx)) &&
 		ranged lat lat-openmpi-ucx latency openmpi-ucx 1 ompi_ucx -V -t lat
+	((have_ompi && have_coop_ucx)) &&
+		ranged lat lat-openmpi-coop-pml latency openmpi-ucxcoop-pml 1 ompi_coop_pml_ucx -V -t lat
 	((have_mpich && have_coop_ucx)) &&
 		ranged lat lat-mpich-coop latency mpich-ucxcoop 1 mpich_coop -V -t lat
 	for p in $protos; do
@@ -309,6 +311,8 @@ plan_full_osu() {
 	((have_ucx)) && ranged bw bw-ucx bw ucx 1 ucx bw
 	((have_ompi && have_coop_ucx)) &&
 		ranged bw bw-openmpi-coop bw openmpi-ucxcoop 1 ompi_coop -t bw
+	((have_ompi && have_coop_ucx)) &&
+		ranged bw bw-openmpi-coop-pml bw openmpi-ucxcoop-pml 1 ompi_coop_pml_ucx -t bw
 	((have_mpich && have_coop_ucx)) &&
 		ranged bw bw-mpich-coop bw mpich-ucxcoop 1 mpich_coop -t bw
 	for p in $protos; do
@@ -334,7 +338,7 @@ plan_quick() {
 			((have_ompi)) && names+=(q-bw-ompi-coop) lines+=("bw openmpi-ucxcoop 4194304 ompi_coop -t bw -r 3 -i 10 4194304")
 			((have_mpich)) && names+=(q-bw-mpich-coop) lines+=("bw mpich-ucxcoop 4194304 mpich_coop -t bw -r 3 -i 10 4194304")
 			((have_mpich)) && names+=(q-lat-mpich q-lat-mpich-coop) lines+=("latency mpich 8 mpich -t lat -r 5 -i 10000 8" "latency mpich-ucxcoop 8 mpich_coop -t lat -r 5 -i 10000 8")
-			((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8")
+			((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx q-lat-ompi-coop-pml) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8" "latency openmpi-ucxcoop-pml 8 ompi_coop_pml_ucx -t lat -r 5 -i 10000 8")
 		fi
 		names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
 		# progress modes: RGET's receiver computing, 8 B latency

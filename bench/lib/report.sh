@@ -261,12 +261,13 @@ mode_check() {
 	echo "**Warning:** these series did not report the test and progress mode of their name:$bad (see $csv.notes)."
 }
 
-# ucx_row MPI CSV WHAT FORMAT UNIT SIZE [BASE]: one row: the MPI's default
-# path (or the series BASE), the same program through UCX with coop, their
-# ratio
+# ucx_row MPI CSV WHAT FORMAT UNIT SIZE [BASE [COOP]]: one row: the MPI's
+# default path (or the series BASE), the same program through UCX with coop
+# (or the series COOP), their ratio
 ucx_row() {
 	local mpi=$1 csv=$2 what=$3 f=$4 unit=$5 s=$6 base=${7:-$1}
-	echo "| $mpi${7:+ ($7)} | $what | $(human "$s") | $(fmt "$(med "$csv" "$base" "$s")" "$f") $unit | $(fmt "$(med "$csv" "$mpi-ucxcoop" "$s")" "$f") $unit | $(ratio "$csv" "$mpi-ucxcoop" "$csv" "$base" "$s") |"
+	local coop=${8:-$1-ucxcoop}
+	echo "| $mpi${7:+ ($7)}${8:+ vs $8} | $what | $(human "$s") | $(fmt "$(med "$csv" "$base" "$s")" "$f") $unit | $(fmt "$(med "$csv" "$coop" "$s")" "$f") $unit | $(ratio "$csv" "$coop" "$csv" "$base" "$s") |"
 }
 
 # ucx_rows CSV_LAT CSV_BW LAT_SIZES BW_SIZES: the rows of both MPIs
@@ -307,6 +308,18 @@ full_ucx() {
 	local s
 	for s in 8 4096 65536; do
 		ucx_row openmpi latency latency "%.2f" us "$s" openmpi-ucx
+	done
+	grep -q '^openmpi-ucxcoop-pml,' "$out/latency.csv" || return 0
+	echo
+	echo "Open MPI's pml ucx through coop (scripts/coop-ucx-env -p ucx, series openmpi-ucxcoop-pml) against ob1 + vader and against pml ucx without coop:"
+	echo
+	ucx_header
+	for s in 8 4096 65536; do
+		ucx_row openmpi latency latency "%.2f" us "$s" openmpi openmpi-ucxcoop-pml
+		ucx_row openmpi latency latency "%.2f" us "$s" openmpi-ucx openmpi-ucxcoop-pml
+	done
+	for s in 65536 1048576 4194304 16777216; do
+		ucx_row openmpi bw bandwidth "%.0f" MB/s "$s" openmpi openmpi-ucxcoop-pml
 	done
 }
 
@@ -631,6 +644,8 @@ print_keys() {
 	echo "mpich_ucxcoop_lat_8B_vs_default=$(ratio latency mpich-ucxcoop latency mpich 8)"
 	echo "ompi_ucxcoop_lat_8B_vs_default=$(ratio latency openmpi-ucxcoop latency openmpi 8)"
 	echo "ompi_ucxcoop_lat_8B_vs_pml_ucx=$(ratio latency openmpi-ucxcoop latency openmpi-ucx 8)"
+	echo "ompi_ucxcoop_pml_lat_8B_vs_default=$(ratio latency openmpi-ucxcoop-pml latency openmpi 8)"
+	echo "ompi_ucxcoop_pml_lat_8B_vs_pml_ucx=$(ratio latency openmpi-ucxcoop-pml latency openmpi-ucx 8)"
 	echo "overlap_manual_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-manual $F 2)"
 	echo "overlap_thread_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread $F 2)"
 	echo "overlap_threadsleep_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread-sleep $F 2)"
