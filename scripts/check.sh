@@ -130,6 +130,11 @@ stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
 stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
 stage lib-vm-progress vm env COOP_PROVIDER=kmod COOP_PROGRESS=thread-sleep \
 	tests/lib/test_lib
+# the driver's suite (fuzz test included), its DMA suite on the dmaengine
+# path and the library suite on the driver once more, on the debug kernel
+# (KASAN, lockdep, kmemleak, KFENCE, UBSAN...: scripts/vm/debug-kernel,
+# built once and cached); any report fails the stage
+stage debug-vm scripts/vm-debug-tests.sh
 # the UCX transport under unmodified MPI programs (MPICH, Open MPI),
 # natively (shm provider) and in the VM (the driver: kmod provider)
 stage ucx tests/ucx/run.sh

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
 	build-essential pkg-config
 	linux-image-amd64 linux-headers-amd64
+	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils
 	qemu-system-x86 busybox-static kmod cpio
 	dkms
 	libibverbs-dev rdma-core liburing-dev
