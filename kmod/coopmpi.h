@@ -102,7 +102,8 @@ static inline atomic64_t *coopmpi_atomic64(__u64 *p)
 /* Refcounted vmalloc_user() memory that can be mapped to user space. */
 struct coopmpi_shm {
 	struct kref ref;
-	void *mem;
+	void *mem;		/* the kernel's view (vmap) */
+	struct page **pages;	/* what user space maps */
 	size_t bytes;
 	void (*free)(struct coopmpi_shm *shm);
 };

@@ -42,7 +42,7 @@ static struct coopmpi_domain *domain_create(u64 key)
 	struct coopmpi_domain *d;
 	int ret;
 
-	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	d = kzalloc(sizeof(*d), GFP_KERNEL_ACCOUNT);
 	if (!d)
 		return ERR_PTR(-ENOMEM);
 	/* From here on every failure is a kobject_put(): one free path. */
@@ -55,7 +55,8 @@ static struct coopmpi_domain *domain_create(u64 key)
 	INIT_LIST_HEAD(&d->node);
 
 	ret = -ENOMEM;
-	d->slots = kcalloc(d->max_endpoints, sizeof(*d->slots), GFP_KERNEL);
+	d->slots = kcalloc(d->max_endpoints, sizeof(*d->slots),
+			   GFP_KERNEL_ACCOUNT);
 	if (!d->slots)
 		goto err;
 	ret = ida_alloc_range(&coopmpi_domain_ida, 1, INT_MAX, GFP_KERNEL);

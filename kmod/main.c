@@ -164,7 +164,7 @@ static int coopmpi_open(struct inode *inode, struct file *file)
 {
 	struct coopmpi_ep *ep;
 
-	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL_ACCOUNT);
 	if (!ep)
 		return -ENOMEM;
 	mutex_init(&ep->lock);

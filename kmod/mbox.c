@@ -35,7 +35,7 @@ struct coopmpi_ring *coopmpi_ring_alloc(u32 slots)
 	struct coopmpi_ring_hdr *hdr;
 	u32 i;
 
-	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 	if (!ring)
 		return NULL;
 	if (coopmpi_shm_alloc(&ring->shm, coopmpi_ring_bytes(slots),

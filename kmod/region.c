@@ -65,7 +65,7 @@ static int region_publish(struct coopmpi_domain *d, struct coopmpi_region *r)
 	/* The cookie must be complete before the xa_lock is dropped. */
 	xa_lock(&d->regions);
 	ret = __xa_alloc_cyclic(&d->regions, &id, r, XA_LIMIT(1, U32_MAX),
-				&d->next_region, GFP_KERNEL);
+				&d->next_region, GFP_KERNEL_ACCOUNT);
 	if (ret >= 0)
 		r->cookie = gen << 32 | id;
 	xa_unlock(&d->regions);
@@ -95,7 +95,7 @@ int coopmpi_ioc_region_register(struct coopmpi_ep *ep, void *arg)
 	ret = register_check(reg);
 	if (ret)
 		return ret;
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
 	kref_init(&r->ref);

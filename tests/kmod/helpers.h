@@ -219,5 +219,6 @@ void add_kill_tests(Suite *s);
 void add_fuzz_tests(Suite *s);
 void add_sysfs_tests(Suite *s);
 void add_counters_tests(Suite *s);
+void add_limits_tests(Suite *s);
 
 #endif

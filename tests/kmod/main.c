@@ -37,6 +37,7 @@ int main(void)
 	add_fuzz_tests(s);
 	add_sysfs_tests(s);
 	add_counters_tests(s);
+	add_limits_tests(s);
 
 	add_dma_tests(dma);
 	add_dma_uring_tests(dma);

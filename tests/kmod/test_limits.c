@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * test_limits.c - what a user makes the driver allocate is charged to the
+ * user's memory cgroup: the pages of its rings and counters areas, its
+ * endpoints, domains and regions.  So the cgroup limits an administrator
+ * sets (a Slurm job's, a systemd slice's) bound them, and one user cannot
+ * exhaust the node's memory through /dev/coopmpi.  The charge goes away
+ * with the endpoints.
+ *
+ * Needs cgroup v2 with the memory controller (mounted here if it is not):
+ * the test says so and passes on a kernel without it (the debug kernel);
+ * the kmod-vm stage runs it on Debian's kernel.
+ */
+#include "helpers.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CG_ROOT		"/sys/fs/cgroup"
+#define NR_EPS		64
+
+static bool write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok;
+}
+
+/* cgroup v2 with the memory controller for children of the root */
+static bool memcg_ready(void)
+{
+	char buf[256] = "";
+
+	if (!cm_path_exists(CG_ROOT "/cgroup.controllers"))
+		mount("cgroup2", CG_ROOT, "cgroup2", 0, NULL);
+	if (cm_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) <= 0 ||
+	    !strstr(buf, "memory"))
+		return false;
+	return write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
+}
+
+/*
+ * The kernel memory charged to @cg: memory.stat's "kernel" (slab, vmalloc,
+ * pages; memory.current would also count the charges each CPU keeps in
+ * stock, up to 64 pages per CPU).
+ */
+static long long kernel_charged(const char *cg)
+{
+	char path[256], st[8192];
+	const char *k;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", cg);
+	REQUIRE(cm_read_file(path, st, sizeof(st)) > 0, "read %s: %s", path,
+		strerror(errno));
+	k = strstr(st, "\nkernel ");
+	if (!k && !strncmp(st, "kernel ", 7))
+		k = st - 1;
+	REQUIRE(k, "no \"kernel\" line in %s", path);
+	return atoll(k + 8);
+}
+
+/* the kernel memory of @cg once it is at most @bound (frees may be
+ * deferred to RCU or a workqueue), else its last value */
+static long long settled_kernel(const char *cg, long long bound)
+{
+	long long cur = 0;
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		cur = kernel_charged(cg);
+		if (cur <= bound)
+			break;
+		cm_sleep_ms(10);
+	}
+	return cur;
+}
+
+/*
+ * The child, in the cgroup: opens NR_EPS endpoints, each in a domain of its
+ * own, reports memory.current on the pipe, waits for a byte, closes them.
+ */
+static void open_endpoints(const char *cg, int report, int go)
+{
+	char path[256], c;
+	long long cur;
+	int fds[NR_EPS], i;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	REQUIRE(write_str(path, "0"), "join %s: %s", cg, strerror(errno));
+	for (i = 0; i < NR_EPS; i++)
+		fds[i] = cm_open_join(cm_unique_key(), 0, NULL);
+	cur = kernel_charged(cg);
+	REQUIRE(write(report, &cur, sizeof(cur)) == sizeof(cur), "report");
+	REQUIRE(read(go, &c, 1) == 1, "go");
+	for (i = 0; i < NR_EPS; i++)
+		close(fds[i]);
+	_exit(0);
+}
+
+START_TEST(test_memcg_charged)
+{
+	char cg[128];
+	int report[2], go[2];
+	long long with_eps, after;
+	long long per_ep = (long long)cm_info_cache.ring_bytes +
+			   (long long)cm_info_cache.counters_bytes;
+	pid_t pid;
+
+	cm_require_root();
+	if (!memcg_ready()) {
+		printf("limits: no cgroup v2 memory controller: not tested\n");
+		return;
+	}
+	snprintf(cg, sizeof(cg), CG_ROOT "/coopmpi-limits-%d", getpid());
+	REQUIRE(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg, strerror(errno));
+	REQUIRE(pipe(report) == 0 && pipe(go) == 0, "pipe");
+	pid = fork();
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0)
+		open_endpoints(cg, report[1], go[0]);
+	REQUIRE(read(report[0], &with_eps, sizeof(with_eps)) ==
+		sizeof(with_eps), "the child did not report");
+	REQUIRE(write(go[1], "x", 1) == 1, "go");
+	cm_wait_ok(pid, "endpoint opener");
+	/* the cgroup was empty before the child came */
+	after = settled_kernel(cg, per_ep);
+	printf("limits: %d endpoints charged %lld bytes (%lld each, rings and "
+	       "counters %lld); %lld left after they closed\n", NR_EPS,
+	       with_eps, (with_eps) / NR_EPS, per_ep, after);
+	REQUIRE(with_eps >= NR_EPS * per_ep * 9 / 10,
+		"%d endpoints charged only %lld bytes to their cgroup (their "
+		"rings and counters alone take %lld)", NR_EPS, with_eps,
+		NR_EPS * per_ep);
+	REQUIRE(after <= per_ep,
+		"%lld bytes still charged after every endpoint closed", after);
+	REQUIRE(rmdir(cg) == 0, "rmdir %s: %s", cg, strerror(errno));
+}
+END_TEST
+
+void add_limits_tests(Suite *s)
+{
+	TCase *tc = cm_tcase("limits", 60);
+
+	tcase_add_test(tc, test_memcg_charged);
+	suite_add_tcase(s, tc);
+}
