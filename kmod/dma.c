@@ -40,6 +40,10 @@ static unsigned long long dma_max_bytes = 1ULL << 30;
 module_param_named(dma_max_bytes, dma_max_bytes, ullong, 0444);
 MODULE_PARM_DESC(dma_max_bytes, "DMA bytes in flight per endpoint (1 MiB..1 TiB)");
 
+unsigned int coopmpi_dma_timeout_ms = 10000;
+module_param_named(dma_timeout_ms, coopmpi_dma_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(dma_timeout_ms, "longest wait for the dmaengine channel to finish a chunk before it is reset and the descriptor fails with -ETIMEDOUT (10..600000)");
+
 static unsigned int dma_workers = 4;
 module_param_named(dma_workers, dma_workers, uint, 0444);
 MODULE_PARM_DESC(dma_workers, "DMA chunks processed at once, node-wide (1..64)");
@@ -104,6 +108,11 @@ static int __init dma_params_check(void)
 	if (dma_max_bytes < (1ULL << 20) || dma_max_bytes > (1ULL << 40)) {
 		pr_err("dma_max_bytes=%llu invalid: must be 1 MiB..1 TiB\n",
 		       dma_max_bytes);
+		return -EINVAL;
+	}
+	if (coopmpi_dma_timeout_ms < 10 || coopmpi_dma_timeout_ms > 600000) {
+		pr_err("dma_timeout_ms=%u invalid: must be 10..600000\n",
+		       coopmpi_dma_timeout_ms);
 		return -EINVAL;
 	}
 	if (dma_workers < 1 || dma_workers > 64) {

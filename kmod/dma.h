@@ -111,6 +111,7 @@ static inline unsigned int coopmpi_dma_chunk_pages(unsigned int off,
 }
 
 extern struct workqueue_struct *coopmpi_dma_wq;
+extern unsigned int coopmpi_dma_timeout_ms;
 
 /* dma.c */
 int coopmpi_dma_copy_chunk(const struct coopmpi_dma_chunk *c);

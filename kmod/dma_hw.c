@@ -160,6 +160,25 @@ static int hw_submit(const struct coopmpi_dma_chunk *c, size_t *pos,
 	return ret;
 }
 
+/*
+ * Waits for a batch's callbacks; false if the engine did not finish it in
+ * dma_timeout_ms.  A hung engine must not hang the worker, and through it
+ * the endpoint's release (close, exit): the channel is reset, which drops
+ * every descriptor in it, ours and other workers' (their waits time out
+ * in turn) and guarantees no callback runs after it, so the batch on our
+ * stack can go.
+ */
+static bool hw_wait(struct hw_batch *b)
+{
+	if (wait_for_completion_timeout(&b->done,
+					msecs_to_jiffies(coopmpi_dma_timeout_ms)))
+		return true;
+	pr_warn_ratelimited("DMA channel %s did not finish a chunk in %u ms: reset\n",
+			    dma_chan_name(hw.chan), coopmpi_dma_timeout_ms);
+	dmaengine_terminate_sync(hw.chan);
+	return false;
+}
+
 static int hw_copy_mapped(const struct coopmpi_dma_chunk *c)
 {
 	unsigned int stalls = 0;
@@ -173,8 +192,8 @@ static int hw_copy_mapped(const struct coopmpi_dma_chunk *c)
 		atomic_set(&b.pending, 1);
 		init_completion(&b.done);
 		ret = hw_submit(c, &pos, &b);
-		if (!atomic_dec_and_test(&b.pending))
-			wait_for_completion(&b.done);
+		if (!atomic_dec_and_test(&b.pending) && !hw_wait(&b))
+			return -ETIMEDOUT;
 		if (!ret)
 			ret = READ_ONCE(b.error);
 		if (!ret && pos == start) {

@@ -77,7 +77,8 @@ for r in "${runs[@]}"; do
 		;;
 	dma-hw)
 		vm --extra-module "$mods/tests/dmatest/coopmpi_dmatest.ko" \
-			--module "$mods/kmod/coopmpi.ko" --modparams dma=hw -- \
+			--module "$mods/kmod/coopmpi.ko" \
+			--modparams "dma=hw dma_timeout_ms=2000" -- \
 			env CK_RUN_SUITE=coopmpi-dma COOP_EXPECT_DMA_ENGINE=hw \
 			tests/kmod/test_kmod
 		;;

@@ -13,7 +13,7 @@
 # (make -C tests/kmod vm-check) runs the same DMA tests with dma=auto,
 # i.e. the soft engine in a VM without DMA hardware.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 make -s -C kmod && make -s -C tests/dmatest && make -s -C tests/kmod || exit 1
 
@@ -24,7 +24,7 @@ for m in "${modes[@]}"; do
 	case $m in
 	hw)
 		args=(--extra-module tests/dmatest/coopmpi_dmatest.ko
-			--module kmod/coopmpi.ko --modparams dma=hw)
+			--module kmod/coopmpi.ko --modparams "dma=hw dma_timeout_ms=2000")
 		expect=hw
 		;;
 	soft)

@@ -44,6 +44,10 @@ static unsigned int fail_every;
 module_param(fail_every, uint, 0644);
 MODULE_PARM_DESC(fail_every, "fail every Nth descriptor (0: never)");
 
+static bool stall;
+module_param(stall, bool, 0644);
+MODULE_PARM_DESC(stall, "a hung engine: issued descriptors are left alone until the channel is terminated");
+
 static unsigned long descs;
 module_param(descs, ulong, 0444);
 MODULE_PARM_DESC(descs, "descriptors completed");
@@ -174,6 +178,8 @@ static void prov_work(struct work_struct *work)
 	bool fail;
 
 	for (;;) {
+		if (READ_ONCE(stall))
+			break;
 		spin_lock_irqsave(&p->lock, flags);
 		d = list_first_entry_or_null(&p->issued, struct prov_desc,
 					     node);
@@ -217,7 +223,8 @@ static int prov_alloc_chan_resources(struct dma_chan *chan)
 	return 0;
 }
 
-/* Drops what was never issued; waits for what was. */
+/* Aborts every descriptor not yet being copied, as a real engine's reset
+ * does; synchronize waits for the one that is. */
 static int prov_terminate_all(struct dma_chan *chan)
 {
 	struct prov *p = to_prov(chan);
@@ -227,6 +234,7 @@ static int prov_terminate_all(struct dma_chan *chan)
 
 	spin_lock_irqsave(&p->lock, flags);
 	list_splice_init(&p->submitted, &drop);
+	list_splice_init(&p->issued, &drop);
 	spin_unlock_irqrestore(&p->lock, flags);
 	list_for_each_entry_safe(d, n, &drop, node)
 		desc_free(p, d);

@@ -91,6 +91,7 @@ const char *cm_errname(int err)
 	case ENOTCONN: return "ENOTCONN";
 	case EALREADY: return "EALREADY";
 	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case ETIMEDOUT: return "ETIMEDOUT";
 	case ERESTART: return "ERESTART";
 	default: return "E?";
 	}

@@ -701,6 +701,56 @@ START_TEST(test_dma_engine_error)
 }
 END_TEST
 
+/* A hung engine (the test provider's stall): the descriptor fails with
+ * -ETIMEDOUT after dma_timeout_ms instead of hanging its worker, and the
+ * channel works again afterwards. */
+#define PROV_STALL "/sys/module/coopmpi_dmatest/parameters/stall"
+#define DMA_TIMEOUT "/sys/module/coopmpi/parameters/dma_timeout_ms"
+
+START_TEST(test_dma_engine_hung)
+{
+	struct coopmpi_dma_desc d;
+	struct coopmpi_dma_cqe e;
+	uint64_t t0, waited, timeout_ms;
+	struct fctx x;
+	char buf[32];
+
+	if (!cm_dma_available())
+		return;
+	if (cm_dma_info_cache.engine != COOPMPI_DMA_HW ||
+	    !cm_path_exists(PROV_STALL)) {
+		printf("not the test dmaengine provider: skipped\n");
+		return;
+	}
+	REQUIRE(cm_read_file(DMA_TIMEOUT, buf, sizeof(buf)) > 0, "read %s",
+		DMA_TIMEOUT);
+	timeout_ms = strtoull(buf, NULL, 10);
+	fctx_open(&x);
+	memset(x.mine, 0xEE, RLEN);
+	write_file(PROV_STALL, "1");
+	cm_desc_local(&d, x.local, x.rw, 0, 3 * 4096, 1);
+	cm_desc_notify(&d, x.rw, RLEN - 16, 1, 1);
+	t0 = cm_now_ms();
+	e = cm_dma_run(x.fd, &x.cq, &d);
+	waited = cm_now_ms() - t0;
+	write_file(PROV_STALL, "0");
+	printf("hung engine: %s after %llu ms (dma_timeout_ms %llu)\n",
+	       cm_errname(-e.status), (unsigned long long)waited,
+	       (unsigned long long)timeout_ms);
+	REQUIRE(e.status == -ETIMEDOUT && e.bytes == 0,
+		"hung engine: %s %llu bytes", cm_errname(-e.status),
+		(unsigned long long)e.bytes);
+	REQUIRE(waited >= timeout_ms && waited < timeout_ms + 10000,
+		"hung engine reported after %llu ms", (unsigned long long)waited);
+	REQUIRE(cm_check_byte(x.mine + RLEN - 16, 16, 0xEE) < 0,
+		"notification after a hung engine");
+	e = cm_dma_run(x.fd, &x.cq, &d);
+	REQUIRE(e.status == 0 && e.bytes == 3 * 4096, "after the reset: %s",
+		cm_errname(-e.status));
+	fctx_close(&x);
+}
+END_TEST
+
 void add_dma_fail_tests(Suite *s)
 {
 	TCase *tc = cm_tcase("dma-bad", 120);
@@ -709,6 +759,7 @@ void add_dma_fail_tests(Suite *s)
 	tcase_add_test(tc, test_dma_bad_submit);
 	tcase_add_test(tc, test_dma_sysfs_counters);
 	tcase_add_test(tc, test_dma_engine_error);
+	tcase_add_test(tc, test_dma_engine_hung);
 	suite_add_tcase(s, tc);
 
 	tc = cm_tcase("dma-gone", 180);
