@@ -189,6 +189,7 @@ static inline struct coopmpi_domain *coopmpi_ep_domain(struct coopmpi_ep *ep)
 }
 
 /* domain.c */
+bool coopmpi_domain_may_use(struct coopmpi_domain *d);
 void coopmpi_domain_free(struct coopmpi_domain *d);
 int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_ep_query(struct coopmpi_ep *ep, void *arg);

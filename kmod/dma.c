@@ -578,6 +578,8 @@ int coopmpi_dma_uring_cmd(struct io_uring_cmd *ioucmd,
 		return -ENOTTY;
 	if (!coopmpi_ep_domain(ep))
 		return -ENOTCONN;
+	if (!coopmpi_domain_may_use(coopmpi_ep_domain(ep)))
+		return -EPERM;
 	if (!ep->dma)
 		return -EOPNOTSUPP;
 	if (ioucmd->flags || issue_flags & IO_URING_F_IOPOLL)

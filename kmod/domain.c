@@ -94,7 +94,13 @@ static struct coopmpi_domain *domain_find(u64 key)
 	return NULL;
 }
 
-static bool domain_may_join(struct coopmpi_domain *d)
+/*
+ * May the current task join or use domain d?  Its creator's effective uid
+ * or CAP_SYS_ADMIN.  Checked at every use, not only at JOIN: an endpoint's
+ * file passed over a unix socket to another uid, or kept across a setuid
+ * exec or a privilege drop, must not carry the domain's memory with it.
+ */
+bool coopmpi_domain_may_use(struct coopmpi_domain *d)
 {
 	/* capable() last: it audits, and only matters on a uid mismatch. */
 	return uid_eq(current_euid(), d->uid) || capable(CAP_SYS_ADMIN);
@@ -110,7 +116,7 @@ static struct coopmpi_domain *domain_lookup(u64 key, u32 flags)
 	if (d) {
 		if (flags & COOPMPI_JOIN_CREATE)
 			return ERR_PTR(-EEXIST);
-		if (!domain_may_join(d))
+		if (!coopmpi_domain_may_use(d))
 			return ERR_PTR(-EPERM);
 		return d;
 	}

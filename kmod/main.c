@@ -142,8 +142,14 @@ static long coopmpi_ioctl(struct file *file, unsigned int cmd,
 	desc = ioctl_lookup(cmd);
 	if (!desc)
 		return -ENOTTY;
-	if (!desc->unjoined && !coopmpi_ep_domain(ep))
-		return -ENOTCONN;
+	if (!desc->unjoined) {
+		struct coopmpi_domain *d = coopmpi_ep_domain(ep);
+
+		if (!d)
+			return -ENOTCONN;
+		if (!coopmpi_domain_may_use(d))
+			return -EPERM;
+	}
 	if (usize < desc->ksize)
 		return -EINVAL;
 	ret = copy_struct_from_user(&karg, desc->ksize, uarg, usize);
@@ -192,6 +198,8 @@ static int coopmpi_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!d)
 		return -ENOTCONN;
+	if (!coopmpi_domain_may_use(d))
+		return -EPERM;
 	/* A private copy of a ring or the counters would silently diverge. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;

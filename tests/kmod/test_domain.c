@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 START_TEST(test_isolation_mbox_mmap)
@@ -208,6 +209,133 @@ START_TEST(test_join_other_uid)
 }
 END_TEST
 
+/* SCM_RIGHTS over a unix socket */
+static void send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b = 'f';
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	REQUIRE(sendmsg(sock, &mh, 0) == 1, "sendmsg: %s", strerror(errno));
+}
+
+static int recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], b;
+	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int fd;
+
+	REQUIRE(recvmsg(sock, &mh, 0) == 1, "recvmsg: %s", strerror(errno));
+	c = CMSG_FIRSTHDR(&mh);
+	REQUIRE(c && c->cmsg_type == SCM_RIGHTS, "no fd received");
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/* Everything a member can do through its endpoint, as another uid with a
+ * member's file: refused, nothing read or written. */
+static void refused_as_other_uid(int fd, const struct coopmpi_join *j,
+				 uint64_t cookie)
+{
+	struct cm_msg m;
+	uint32_t done = 0;
+	uint64_t copied = 0, c2;
+	char buf[4096];
+	void *p;
+
+	memset(buf, 0x5a, sizeof(buf));
+	REQUIRE_ERR(cm_copy(fd, cookie, 0, buf, sizeof(buf),
+			    COOPMPI_COPY_FROM_REGION, &copied),
+		    EPERM);
+	REQUIRE(buf[0] == 0x5a && buf[4095] == 0x5a, "region data read");
+	REQUIRE_ERR(cm_copy(fd, cookie, 0, buf, sizeof(buf),
+			    COOPMPI_COPY_TO_REGION, &copied), EPERM);
+	cm_msg_make(&m, 66, 1);
+	REQUIRE_ERR(cm_send(fd, j->ep_id, &m, 1, &done), EPERM);
+	REQUIRE_ERR(cm_recv(fd, &m, 1, 0, &done), EPERM);
+	REQUIRE_ERR(cm_doorbell(fd, j->ep_id), EPERM);
+	REQUIRE_ERR(cm_reg(fd, buf, sizeof(buf), COOPMPI_REGION_READ, &c2),
+		    EPERM);
+	REQUIRE_ERR(cm_dereg(fd, cookie), EPERM);
+	p = mmap(NULL, cm_info_cache.ring_bytes, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, (off_t)COOPMPI_MMAP_RING(j->ep_id));
+	REQUIRE(p == MAP_FAILED && errno == EPERM, "ring mmap: %s",
+		p == MAP_FAILED ? cm_errname(errno) : "mapped");
+	p = mmap(NULL, cm_info_cache.counters_bytes, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
+	REQUIRE(p == MAP_FAILED && errno == EPERM, "counters mmap: %s",
+		p == MAP_FAILED ? cm_errname(errno) : "mapped");
+}
+
+/*
+ * A member's endpoint file in the hands of another uid - passed over a
+ * unix socket, or kept across a privilege drop (as across a setuid exec,
+ * the euid is what differs) - opens nothing of the domain; the member
+ * itself, and a child it forked after joining (same uid), keep working.
+ */
+START_TEST(test_fd_other_uid)
+{
+	struct coopmpi_join j;
+	uint64_t cookie, copied;
+	char *mem = cm_map_anon(4096);
+	int sv[2], fd;
+	pid_t pid;
+
+	cm_require_root();
+	memset(mem, 0x11, 4096);
+	fd = cm_open_join(cm_unique_key(), COOPMPI_JOIN_CREATE, &j);
+	REQUIRE_OK(cm_reg(fd, mem, 4096,
+			  COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, &cookie));
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {	/* receives the file, then drops to uid 65534 */
+		int got;
+
+		close(sv[0]);
+		got = recv_fd(sv[1]);
+		drop_to_nobody();
+		refused_as_other_uid(got, &j, cookie);
+		/* and the inherited one (fork after join, then the drop) */
+		refused_as_other_uid(fd, &j, cookie);
+		cm_put_u64(sv[1], 1);
+		_exit(0);
+	}
+	close(sv[1]);
+	send_fd(sv[0], fd);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "child") == 1, "child protocol");
+	cm_wait_ok(pid, "uid 65534 holder");
+	close(sv[0]);
+
+	/* a child of the same uid forked after the join uses the file */
+	pid = cm_fork();
+	if (pid == 0) {
+		char b[16];
+
+		REQUIRE_OK(cm_copy(fd, cookie, 0, b, sizeof(b),
+				   COOPMPI_COPY_FROM_REGION, &copied));
+		REQUIRE(b[0] == 0x11 && b[15] == 0x11, "child read %x", b[0]);
+		_exit(0);
+	}
+	cm_wait_ok(pid, "same-uid child");
+	REQUIRE(mem[0] == 0x11 && mem[4095] == 0x11, "region memory changed");
+	REQUIRE_OK(cm_copy(fd, cookie, 0, mem + 2048, 16,
+			   COOPMPI_COPY_FROM_REGION, &copied));
+	close(fd);
+	munmap(mem, 4096);
+}
+END_TEST
+
 START_TEST(test_join_flags)
 {
 	uint64_t k = cm_unique_key();
@@ -275,6 +403,7 @@ void add_domain_tests(Suite *s)
 	tcase_add_test(tc, test_isolation_mbox_mmap);
 	tcase_add_test(tc, test_isolation_region);
 	tcase_add_test(tc, test_join_other_uid);
+	tcase_add_test(tc, test_fd_other_uid);
 	tcase_add_test(tc, test_join_flags);
 	tcase_add_test(tc, test_domain_lifetime);
 	suite_add_tcase(s, tc);
