@@ -158,8 +158,6 @@ static int isend_locked(coop_context_t *ctx, const void *buf, size_t len,
 		rc = coop_eager_inline_fast(ctx, buf, len, dest, tag,
 					    (uint16_t)comm);
 		*req = rc ? NULL : &ctx->done_req;
-		if (!rc)
-			ctx->stats.sent[COOP_PROTOCOL_EAGER]++;
 		return rc;
 	}
 	r = new_req(ctx, REQ_SEND, buf, len, dest, tag, comm, flags);

@@ -105,6 +105,7 @@ int coop_eager_inline_fast(struct coop_context *ctx, const void *buf,
 			   size_t len, int dest, int tag, uint16_t comm)
 {
 	union coop_pkt pkt;
+	int rc;
 
 	coop_hdr_init(ctx, &pkt.h, PKT_EAGER, comm, tag);
 	if (ctx->proto->rtr)
@@ -112,7 +113,10 @@ int coop_eager_inline_fast(struct coop_context *ctx, const void *buf,
 	pkt.h.ilen = (uint8_t)len;
 	if (len)
 		memcpy(pkt.eager.data, buf, len);
-	return coop_send_pkt(ctx, dest, &pkt);
+	rc = coop_send_pkt(ctx, dest, &pkt);
+	if (!rc)	/* no request: count it here, as req_account would */
+		ctx->stats.sent[PROTO_EAGER]++;
+	return rc;
 }
 
 static void send_ack(struct coop_context *ctx, const struct coop_msgdesc *m)
