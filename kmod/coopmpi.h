@@ -99,7 +99,7 @@ static inline atomic64_t *coopmpi_atomic64(__u64 *p)
 	return (atomic64_t *)p;
 }
 
-/* Refcounted vmalloc_user() memory that can be mapped to user space. */
+/* Refcounted, memcg-charged pages that can be mapped to user space. */
 struct coopmpi_shm {
 	struct kref ref;
 	void *mem;		/* the kernel's view (vmap) */
@@ -189,7 +189,9 @@ static inline struct coopmpi_domain *coopmpi_ep_domain(struct coopmpi_ep *ep)
 }
 
 /* domain.c */
-bool coopmpi_domain_may_use(struct coopmpi_domain *d);
+/* The endpoint's domain for a call of the current task: -ENOTCONN before
+ * JOIN, -EPERM when the task may not use the domain (another uid). */
+struct coopmpi_domain *coopmpi_ep_domain_checked(struct coopmpi_ep *ep);
 void coopmpi_domain_free(struct coopmpi_domain *d);
 int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_ep_query(struct coopmpi_ep *ep, void *arg);

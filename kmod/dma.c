@@ -568,6 +568,7 @@ int coopmpi_dma_uring_cmd(struct io_uring_cmd *ioucmd,
 {
 	struct coopmpi_ep *ep = ioucmd->file->private_data;
 	struct coopmpi_dma_uring_cmd uc;
+	struct coopmpi_domain *d;
 	struct coopmpi_dma_desc dd;
 	int ret;
 
@@ -576,10 +577,9 @@ int coopmpi_dma_uring_cmd(struct io_uring_cmd *ioucmd,
 
 	if (ioucmd->cmd_op != COOPMPI_URING_CMD_DMA)
 		return -ENOTTY;
-	if (!coopmpi_ep_domain(ep))
-		return -ENOTCONN;
-	if (!coopmpi_domain_may_use(coopmpi_ep_domain(ep)))
-		return -EPERM;
+	d = coopmpi_ep_domain_checked(ep);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
 	if (!ep->dma)
 		return -EOPNOTSUPP;
 	if (ioucmd->flags || issue_flags & IO_URING_F_IOPOLL)

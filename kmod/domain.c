@@ -100,10 +100,21 @@ static struct coopmpi_domain *domain_find(u64 key)
  * file passed over a unix socket to another uid, or kept across a setuid
  * exec or a privilege drop, must not carry the domain's memory with it.
  */
-bool coopmpi_domain_may_use(struct coopmpi_domain *d)
+static bool domain_may_use(struct coopmpi_domain *d)
 {
 	/* capable() last: it audits, and only matters on a uid mismatch. */
 	return uid_eq(current_euid(), d->uid) || capable(CAP_SYS_ADMIN);
+}
+
+struct coopmpi_domain *coopmpi_ep_domain_checked(struct coopmpi_ep *ep)
+{
+	struct coopmpi_domain *d = coopmpi_ep_domain(ep);
+
+	if (!d)
+		return ERR_PTR(-ENOTCONN);
+	if (!domain_may_use(d))
+		return ERR_PTR(-EPERM);
+	return d;
 }
 
 /* Looks up or creates the domain; the caller attaches before unlocking. */
@@ -116,7 +127,7 @@ static struct coopmpi_domain *domain_lookup(u64 key, u32 flags)
 	if (d) {
 		if (flags & COOPMPI_JOIN_CREATE)
 			return ERR_PTR(-EEXIST);
-		if (!coopmpi_domain_may_use(d))
+		if (!domain_may_use(d))
 			return ERR_PTR(-EPERM);
 		return d;
 	}

@@ -143,12 +143,10 @@ static long coopmpi_ioctl(struct file *file, unsigned int cmd,
 	if (!desc)
 		return -ENOTTY;
 	if (!desc->unjoined) {
-		struct coopmpi_domain *d = coopmpi_ep_domain(ep);
+		struct coopmpi_domain *d = coopmpi_ep_domain_checked(ep);
 
-		if (!d)
-			return -ENOTCONN;
-		if (!coopmpi_domain_may_use(d))
-			return -EPERM;
+		if (IS_ERR(d))
+			return PTR_ERR(d);
 	}
 	if (usize < desc->ksize)
 		return -EINVAL;
@@ -194,12 +192,10 @@ static int coopmpi_mmap(struct file *file, struct vm_area_struct *vma)
 	const unsigned long ring_base = COOPMPI_MMAP_RING_BASE >> PAGE_SHIFT;
 	const unsigned long dma_cq = COOPMPI_MMAP_DMA_CQ >> PAGE_SHIFT;
 	struct coopmpi_ep *ep = file->private_data;
-	struct coopmpi_domain *d = coopmpi_ep_domain(ep);
+	struct coopmpi_domain *d = coopmpi_ep_domain_checked(ep);
 
-	if (!d)
-		return -ENOTCONN;
-	if (!coopmpi_domain_may_use(d))
-		return -EPERM;
+	if (IS_ERR(d))
+		return PTR_ERR(d);
 	/* A private copy of a ring or the counters would silently diverge. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;

@@ -93,7 +93,7 @@ int coopmpi_shm_mmap(struct coopmpi_shm *shm, struct vm_area_struct *vma,
 	unsigned long pages = shm->bytes >> PAGE_SHIFT, num = vma_pages(vma);
 	int ret;
 
-	if (pgoff >= pages || vma_pages(vma) > pages - pgoff)
+	if (pgoff >= pages || num > pages - pgoff)
 		return -EINVAL;
 	/* Code must never run from memory peers can write. */
 	if (vma->vm_flags & VM_EXEC)

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <liburing.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -243,6 +244,27 @@ static int recv_fd(int sock)
 	return fd;
 }
 
+/* A DMA command through io_uring on fd: its CQE's result. */
+static int uring_dma_res(int fd)
+{
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int res;
+
+	REQUIRE(io_uring_queue_init(4, &ring, 0) == 0, "io_uring_queue_init");
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = COOPMPI_URING_CMD_DMA;
+	memset(sqe->cmd, 0, 16);
+	REQUIRE(io_uring_submit(&ring) == 1, "io_uring_submit");
+	REQUIRE(io_uring_wait_cqe(&ring, &cqe) == 0, "io_uring_wait_cqe");
+	res = cqe->res;
+	io_uring_cqe_seen(&ring, cqe);
+	io_uring_queue_exit(&ring);
+	return res;
+}
+
 /* Everything a member can do through its endpoint, as another uid with a
  * member's file: refused, nothing read or written. */
 static void refused_as_other_uid(int fd, const struct coopmpi_join *j,
@@ -276,6 +298,7 @@ static void refused_as_other_uid(int fd, const struct coopmpi_join *j,
 		 MAP_SHARED, fd, 0);
 	REQUIRE(p == MAP_FAILED && errno == EPERM, "counters mmap: %s",
 		p == MAP_FAILED ? cm_errname(errno) : "mapped");
+	REQUIRE_ERR(uring_dma_res(fd), EPERM);
 }
 
 /*
