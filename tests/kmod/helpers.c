@@ -824,6 +824,22 @@ int cm_read_file(const char *path, char *buf, size_t size)
 	return (int)got;
 }
 
+int cm_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), e = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	if (n < 0)
+		e = -errno;
+	else if ((size_t)n != strlen(s))
+		e = -EIO;
+	close(fd);
+	return e;
+}
+
 uint64_t cm_sysfs_u64(const char *name)
 {
 	char path[256], buf[128], *end;

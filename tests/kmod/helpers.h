@@ -205,6 +205,8 @@ void cm_owner_finish(struct cm_owner *o);
 /* ---- sysfs ---- */
 /* read a whole sysfs file; returns bytes read or -errno */
 int cm_read_file(const char *path, char *buf, size_t size);
+/* write the string to a sysfs/cgroup file in one write; 0 or -errno */
+int cm_write_file(const char *path, const char *s);
 /* /sys/kernel/coopmpi/<name> as an unsigned integer, asserts */
 uint64_t cm_sysfs_u64(const char *name);
 bool cm_path_exists(const char *path);

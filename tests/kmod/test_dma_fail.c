@@ -662,14 +662,6 @@ END_TEST
 /* Engine errors: the test provider's fail_every (hw engine only). */
 #define PROV_FAIL "/sys/module/coopmpi_dmatest/parameters/fail_every"
 
-static void write_file(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "w");
-
-	REQUIRE(f && fputs(s, f) >= 0 && fclose(f) == 0, "write %s: %s", path,
-		strerror(errno));
-}
-
 /*
  * One 3-page descriptor with a notification, run while the test provider's
  * fault parameter @param is 1; *waited_ms: how long its CQE took.  It
@@ -695,11 +687,11 @@ static bool engine_fault(const char *param, int want, uint64_t *waited_ms)
 	memset(x.mine, 0xEE, RLEN);
 	cm_desc_local(&d, x.local, x.rw, 0, 3 * 4096, 1);
 	cm_desc_notify(&d, x.rw, RLEN - 16, 1, 1);
-	write_file(param, "1");
+	REQUIRE_OK(cm_write_file(param, "1"));
 	t0 = cm_now_ms();
 	e = cm_dma_run(x.fd, &x.cq, &d);
 	*waited_ms = cm_now_ms() - t0;
-	write_file(param, "0");
+	REQUIRE_OK(cm_write_file(param, "0"));
 	REQUIRE(e.status == want && e.bytes == 0, "%s: %s %llu bytes", param,
 		cm_errname(-e.status), (unsigned long long)e.bytes);
 	REQUIRE(cm_check_byte(x.mine + RLEN - 16, 16, 0xEE) < 0,

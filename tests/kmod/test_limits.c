@@ -13,7 +13,6 @@
  */
 #include "helpers.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mount.h>
@@ -23,18 +22,6 @@
 
 #define CG_ROOT		"/sys/fs/cgroup"
 #define NR_EPS		64
-
-static bool write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	bool ok;
-
-	if (fd < 0)
-		return false;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok;
-}
 
 /* cgroup v2 with the memory controller for children of the root */
 static bool memcg_ready(void)
@@ -46,7 +33,7 @@ static bool memcg_ready(void)
 	if (cm_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) <= 0 ||
 	    !strstr(buf, "memory"))
 		return false;
-	return write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
+	return !cm_write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
 }
 
 /*
@@ -87,21 +74,21 @@ static long long settled_kernel(const char *cg, long long bound)
 
 /*
  * The child, in the cgroup: opens NR_EPS endpoints, each in a domain of its
- * own, reports memory.current on the pipe, waits for a byte, closes them.
+ * own, reports the cgroup's kernel memory on the pipe, closes them.
  */
-static void open_endpoints(const char *cg, int report, int go)
+static void open_endpoints(const char *cg, int report)
 {
-	char path[256], c;
+	char path[256];
 	long long cur;
-	int fds[NR_EPS], i;
+	int fds[NR_EPS], i, r;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	REQUIRE(write_str(path, "0"), "join %s: %s", cg, strerror(errno));
+	r = cm_write_file(path, "0");
+	REQUIRE(r == 0, "join %s: %s", cg, strerror(-r));
 	for (i = 0; i < NR_EPS; i++)
 		fds[i] = cm_open_join(cm_unique_key(), 0, NULL);
 	cur = kernel_charged(cg);
 	REQUIRE(write(report, &cur, sizeof(cur)) == sizeof(cur), "report");
-	REQUIRE(read(go, &c, 1) == 1, "go");
 	for (i = 0; i < NR_EPS; i++)
 		close(fds[i]);
 	_exit(0);
@@ -110,7 +97,7 @@ static void open_endpoints(const char *cg, int report, int go)
 START_TEST(test_memcg_charged)
 {
 	char cg[128];
-	int report[2], go[2];
+	int report[2];
 	long long with_eps, after;
 	long long per_ep = (long long)cm_info_cache.ring_bytes +
 			   (long long)cm_info_cache.counters_bytes;
@@ -123,20 +110,19 @@ START_TEST(test_memcg_charged)
 	}
 	snprintf(cg, sizeof(cg), CG_ROOT "/coopmpi-limits-%d", getpid());
 	REQUIRE(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg, strerror(errno));
-	REQUIRE(pipe(report) == 0 && pipe(go) == 0, "pipe");
+	REQUIRE(pipe(report) == 0, "pipe");
 	pid = fork();
 	REQUIRE(pid >= 0, "fork");
 	if (pid == 0)
-		open_endpoints(cg, report[1], go[0]);
+		open_endpoints(cg, report[1]);
 	REQUIRE(read(report[0], &with_eps, sizeof(with_eps)) ==
 		sizeof(with_eps), "the child did not report");
-	REQUIRE(write(go[1], "x", 1) == 1, "go");
 	cm_wait_ok(pid, "endpoint opener");
 	/* the cgroup was empty before the child came */
 	after = settled_kernel(cg, per_ep);
 	printf("limits: %d endpoints charged %lld bytes (%lld each, rings and "
 	       "counters %lld); %lld left after they closed\n", NR_EPS,
-	       with_eps, (with_eps) / NR_EPS, per_ep, after);
+	       with_eps, with_eps / NR_EPS, per_ep, after);
 	REQUIRE(with_eps >= NR_EPS * per_ep * 9 / 10,
 		"%d endpoints charged only %lld bytes to their cgroup (their "
 		"rings and counters alone take %lld)", NR_EPS, with_eps,
