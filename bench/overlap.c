@@ -399,6 +399,20 @@ static void mark(char *buf, size_t size, int rank, unsigned seq)
 
 enum { OT_COMM, OT_OCOMP, OT_TCOMP, OT_TWAIT, OT_LANDED, OT_N };
 
+/* Computes w steps and adds their time to *t; then the receiver looks how
+ * much of the message landed meanwhile (acc[OT_LANDED]). */
+static void ot_compute(int rank, uint64_t w, double *t, const char *buf,
+		       size_t size, unsigned seq, double *acc)
+{
+	double c0 = now_us();
+
+	work(w);
+	*t += now_us() - c0;
+	if (rank == 1)
+		acc[OT_LANDED] += landed(buf, size,
+					 (unsigned char)(seq % 254 + 1));
+}
+
 /*
  * One origin/target transfer; origin: 0 (the sender) or 1 (the receiver).
  * Adds this rank's part of OT_* to acc.
@@ -415,23 +429,13 @@ static void ot_xfer(coop_context_t *ctx, int rank, int origin, char *buf,
 	s = now_us();
 	post(ctx, rank, buf, size, &req);
 	if (rank == origin) {
-		c0 = now_us();
-		work(w);
-		acc[OT_OCOMP] += now_us() - c0;
-		if (rank == 1)
-			acc[OT_LANDED] += landed(buf, size,
-						 (unsigned char)(seq % 254 + 1));
+		ot_compute(rank, w, &acc[OT_OCOMP], buf, size, seq, acc);
 		CHECK(coop_wait(&req, COOP_STATUS_IGNORE));
 		acc[OT_COMM] += now_us() - s;
 		return;
 	}
 	work(w / 2);
-	c0 = now_us();
-	work(w);
-	acc[OT_TCOMP] += now_us() - c0;
-	if (rank == 1)
-		acc[OT_LANDED] += landed(buf, size,
-					 (unsigned char)(seq % 254 + 1));
+	ot_compute(rank, w, &acc[OT_TCOMP], buf, size, seq, acc);
 	c0 = now_us();
 	CHECK(coop_wait(&req, COOP_STATUS_IGNORE));
 	acc[OT_TWAIT] += now_us() - c0;
