@@ -43,13 +43,10 @@ ompi_coop() {
 }
 
 # ompi_coop_pml_ucx ARGS...: Open MPI through its pml ucx with the coop
-# transport (scripts/coop-ucx-env -p ucx: UCX_TLS=self,posix,coop), the
-# wrapper's Open MPI path before ob1 + btl uct
+# transport (scripts/coop-ucx-env with COOP_OMPI_PML=ucx, as -p ucx:
+# UCX_TLS=self,posix,coop), the wrapper's Open MPI path before ob1 + btl uct
 ompi_coop_pml_ucx() {
-	local bind=()
-	((ncpu >= 2)) && bind=(--bind-to core)
-	timeout -k 5 "$tmo" scripts/coop-ucx-env -p ucx mpirun.openmpi --allow-run-as-root \
-		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
+	COOP_OMPI_PML=ucx ompi_coop "$@"
 }
 
 mpich_coop() {
