@@ -3,6 +3,7 @@
 # A stage fails on a non-zero exit; the run fails if any stage failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/stage.sh
 
 log_dir=$(mktemp -d /tmp/coopmpi-check.XXXXXX)
 passed=0
@@ -29,8 +30,7 @@ stage() {
 	"$@" 2>&1 | tee "$log"
 	local rc=${PIPESTATUS[0]}
 	count_checks "$log"
-	printf '==== %s: %s (%ds) ====\n' "$name" \
-		"$([ "$rc" -eq 0 ] && echo ok || echo "FAILED rc=$rc")" $((SECONDS - start))
+	stage_line "$name" "$rc" "$start"
 	[ "$rc" -eq 0 ] || failed_stages+=("$name")
 }
 

@@ -20,6 +20,7 @@
 #        (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/stage.sh
 
 kdir=$(scripts/vm/debug-kernel) || exit 1
 make -s -C tests/kmod && make -s -C lib && make -s -C tests/lib || exit 1
@@ -95,9 +96,7 @@ for r in "${runs[@]}"; do
 		;;
 	esac
 	s=$?
-	printf '==== debug-%s: %s (%ds) ====\n' "$r" \
-		"$([ "$s" -eq 0 ] && echo ok || echo "FAILED rc=$s")" \
-		$((SECONDS - start))
+	stage_line "debug-$r" "$s" "$start"
 	[ "$s" -eq 0 ] || rc=1
 done
 exit $rc

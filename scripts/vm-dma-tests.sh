@@ -14,6 +14,7 @@
 # i.e. the soft engine in a VM without DMA hardware.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/stage.sh
 
 make -s -C kmod && make -s -C tests/dmatest && make -s -C tests/kmod || exit 1
 
@@ -45,9 +46,7 @@ for m in "${modes[@]}"; do
 	scripts/vm/run "${args[@]}" -- env CK_RUN_SUITE=coopmpi-dma \
 		COOP_EXPECT_DMA_ENGINE=$expect tests/kmod/test_kmod
 	r=$?
-	printf '==== dma-%s: %s (%ds) ====\n' "$m" \
-		"$([ "$r" -eq 0 ] && echo ok || echo "FAILED rc=$r")" \
-		$((SECONDS - start))
+	stage_line "dma-$m" "$r" "$start"
 	[ "$r" -eq 0 ] || rc=1
 done
 exit $rc
