@@ -5,8 +5,9 @@
  *
  * A chunk is at most copy_chunk_pages pages on each side; both sides are
  * pinned only while the engine copies it.  Pinning never waits for a
- * fault (FOLL_NOWAIT): what could not be pinned is retried after a
- * growing delay, so a user cannot park a shared worker on its memory.
+ * fault (FOLL_NOWAIT; a userfaultfd area is not faulted at all): what
+ * could not be pinned is retried after a growing delay, so a user cannot
+ * park a shared worker on its memory.
  *
  * The notification is written by the CPU after the engine reported every
  * data byte done, second half first and first half last (one 64-bit
@@ -18,6 +19,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
 
 #include "dma.h"
 
@@ -28,6 +30,36 @@
 
 /* Longest delay between retries of a page that would wait, jiffies. */
 #define OP_MAX_BACKOFF	max(HZ / 50, 1)
+
+/*
+ * Under mmap_lock: pins up to @nr pages at @start of one vma, faulting
+ * without waiting.  A worker must never fault in a userfaultfd-armed vma:
+ * once that userfaultfd is released, handle_userfault() answers
+ * VM_FAULT_NOPAGE and GUP retries it forever holding mmap_lock, which
+ * userfaultfd_release() waits for (the owner hangs in exit or close).
+ * There only what is present is pinned; the rest counts as a wait.
+ */
+static long dma_pin_vma(struct mm_struct *mm, unsigned long start,
+			unsigned long nr, unsigned int gup_flags,
+			struct page **pages, int *locked)
+{
+	struct vm_area_struct *vma = vma_lookup(mm, start);
+	vm_flags_t need = gup_flags & FOLL_WRITE ? VM_WRITE : VM_READ;
+	long pinned;
+
+	if (!vma)
+		return -EFAULT;
+	nr = min(nr, (vma->vm_end - start) >> PAGE_SHIFT);
+	if (!userfaultfd_armed(vma))
+		return pin_user_pages_remote(mm, start, nr,
+					     gup_flags | FOLL_NOWAIT, pages,
+					     NULL, locked);
+	if (!(vma->vm_flags & need))
+		return -EFAULT;
+	pinned = pin_user_pages_remote(mm, start, nr, gup_flags | FOLL_NOFAULT,
+				       pages, NULL, locked);
+	return pinned == -EFAULT ? 0 : pinned;
+}
 
 /*
  * Pins up to @nr pages of @mm at @start without waiting for faults:
@@ -44,8 +76,7 @@ static long dma_pin(struct mm_struct *mm, unsigned long start,
 	if (!mmget_not_zero(mm))
 		return -ESRCH;
 	mmap_read_lock(mm);
-	pinned = pin_user_pages_remote(mm, start, nr, gup_flags | FOLL_NOWAIT,
-				       pages, NULL, &locked);
+	pinned = dma_pin_vma(mm, start, nr, gup_flags, pages, &locked);
 	if (locked)
 		mmap_read_unlock(mm);
 	mmput(mm);

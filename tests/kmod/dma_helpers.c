@@ -3,13 +3,11 @@
 #include "dma_helpers.h"
 
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 struct coopmpi_dma_info cm_dma_info_cache;
@@ -218,51 +216,4 @@ uint64_t cm_domain_offload(uint32_t domain_id, const char *field)
 			return strtoull(p + flen + 1, NULL, 10);
 	REQUIRE(0, "%s has no %s: '%s'", path, field, buf);
 	return 0;
-}
-
-void cm_uffd_create(struct cm_uffd *u, size_t len)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg;
-
-	u->len = len;
-	u->fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	REQUIRE(u->fd >= 0, "userfaultfd: %s", strerror(errno));
-	REQUIRE(ioctl(u->fd, UFFDIO_API, &api) == 0, "UFFDIO_API: %s",
-		strerror(errno));
-	u->area = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	REQUIRE(u->area != MAP_FAILED, "mmap %zu: %s", len, strerror(errno));
-	memset(&reg, 0, sizeof(reg));
-	reg.range.start = (uintptr_t)u->area;
-	reg.range.len = len;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	REQUIRE(ioctl(u->fd, UFFDIO_REGISTER, &reg) == 0,
-		"UFFDIO_REGISTER: %s", strerror(errno));
-}
-
-void cm_uffd_fill(struct cm_uffd *u, size_t off, size_t len, uint64_t seed)
-{
-	uint8_t *buf = cm_map_anon(len);
-	struct uffdio_copy c;
-
-	cm_fill_pattern_at(buf, len, seed, off);
-	memset(&c, 0, sizeof(c));
-	c.dst = (uintptr_t)u->area + off;
-	c.src = (uintptr_t)buf;
-	c.len = len;
-	REQUIRE(ioctl(u->fd, UFFDIO_COPY, &c) == 0 && c.copy == (int64_t)len,
-		"UFFDIO_COPY %zu bytes at %zu: %s (copied %lld)", len, off,
-		strerror(errno), (long long)c.copy);
-	cm_unmap(buf, len);
-}
-
-void cm_uffd_destroy(struct cm_uffd *u)
-{
-	if (u->area)
-		munmap(u->area, u->len);
-	if (u->fd >= 0)
-		close(u->fd);
-	u->area = NULL;
-	u->fd = -1;
 }

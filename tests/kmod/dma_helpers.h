@@ -61,23 +61,6 @@ void cm_dma_wait_idle(unsigned timeout_ms);
 /* /sys/kernel/coopmpi/domains/<id>/offload field, asserts */
 uint64_t cm_domain_offload(uint32_t domain_id, const char *field);
 
-/*
- * ---- stalled memory ----
- * Anonymous memory registered with userfaultfd (missing pages) that only
- * UFFDIO_COPY fills: the driver's workers pin with FOLL_NOWAIT, so a DMA
- * from it stays in flight (retrying) until cm_uffd_fill() - a way to hold
- * descriptors in flight deterministically.  Never touch it directly.
- */
-struct cm_uffd {
-	int fd;
-	uint8_t *area;
-	size_t len;
-};
-void cm_uffd_create(struct cm_uffd *u, size_t len);
-/* fill [off, off + len) (page aligned) with pattern bytes (seed, off) */
-void cm_uffd_fill(struct cm_uffd *u, size_t off, size_t len, uint64_t seed);
-void cm_uffd_destroy(struct cm_uffd *u);
-
 /* ---- suites ---- */
 void add_dma_tests(Suite *s);
 void add_dma_uring_tests(Suite *s);

@@ -202,6 +202,24 @@ void cm_owner_spawn(struct cm_owner *o, uint64_t key, struct cm_shm *shm,
 		    size_t len, uint32_t flags, uint64_t seed);
 void cm_owner_finish(struct cm_owner *o);
 
+/*
+ * ---- stalled memory ----
+ * Anonymous memory registered with userfaultfd (missing pages) that only
+ * UFFDIO_COPY fills: a DMA from it stays in flight (the driver's workers
+ * never wait for a fault; they retry) and a COPY from it waits in the
+ * fault, until cm_uffd_fill() - a way to hold descriptors in flight and
+ * copies waiting, deterministically.  Never touch it directly.
+ */
+struct cm_uffd {
+	int fd;
+	uint8_t *area;
+	size_t len;
+};
+void cm_uffd_create(struct cm_uffd *u, size_t len);
+/* fill [off, off + len) (page aligned) with pattern bytes (seed, off) */
+void cm_uffd_fill(struct cm_uffd *u, size_t off, size_t len, uint64_t seed);
+void cm_uffd_destroy(struct cm_uffd *u);
+
 /* ---- sysfs ---- */
 /* read a whole sysfs file; returns bytes read or -errno */
 int cm_read_file(const char *path, char *buf, size_t size);

@@ -3,8 +3,9 @@
  * test_dma_fail.c - the DMA channel when things go wrong: bad descriptors
  * of every kind, bad DMA_SUBMIT arguments, regions and owners vanishing
  * under descriptors in flight, the endpoint closed and the submitter
- * killed with descriptors in flight, the in-flight bounds, engine errors,
- * and the sysfs/counters-page accounting returning to zero.
+ * killed with descriptors in flight, a userfaultfd closed under them, the
+ * in-flight bounds, engine errors, and the sysfs/counters-page accounting
+ * returning to zero.
  *
  * Descriptors are held in flight deterministically by a source in
  * userfaultfd memory (see cm_uffd_create).
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -551,6 +553,88 @@ START_TEST(test_dma_kill_inflight)
 }
 END_TEST
 
+/*
+ * One round of test_dma_uffd_closed: descriptors waiting on a page of a
+ * userfaultfd area, then the userfaultfd closed.
+ */
+static void uffd_closed_round(int fd, struct cm_cq *cq, uint64_t dst,
+			      uint8_t *view, unsigned int n)
+{
+	static struct coopmpi_dma_desc d[256];
+	static struct coopmpi_dma_cqe e[256];
+	struct cm_uffd uf;
+	uint32_t done;
+
+	memset(view, 0xEE, 4096);
+	cm_uffd_create(&uf, 4096);
+	for (unsigned int i = 0; i < n; i++)
+		cm_desc_local(&d[i], uf.area, dst, 0, 4096, i);
+	REQUIRE_OK(cm_dma_submit(fd, d, n, &done));
+	cm_sleep_ms(30);
+	REQUIRE(cm_cq_reap(cq, e, 1) == 0,
+		"a descriptor waiting on userfaultfd completed: %d", e[0].status);
+	REQUIRE(close(uf.fd) == 0, "close(userfaultfd): %s", strerror(errno));
+	cm_cq_wait(fd, cq, e, n, 20000);
+	for (unsigned int i = 0; i < n; i++)
+		REQUIRE(e[i].status == 0 && e[i].bytes == 4096,
+			"after the close: status %s bytes %llu",
+			cm_errname(-e[i].status),
+			(unsigned long long)e[i].bytes);
+	/* the area is plain anonymous memory now: never written, zeros */
+	REQUIRE(cm_check_byte(view, 4096, 0) < 0, "destination not zeroed");
+	munmap(uf.area, uf.len);
+}
+
+/*
+ * A userfaultfd closed while descriptors wait on its area: they go on
+ * from the memory left behind and complete, and close() returns.  A
+ * worker faulting in the released area would spin with mmap_lock held
+ * and hang the close (or the exit) for good; repeated to give that race
+ * its chances.  In a child (with an endpoint of its own: mappings are not
+ * inherited): such a hang cannot be killed.
+ */
+START_TEST(test_dma_uffd_closed)
+{
+	enum { ROUNDS = 20 };
+	struct cm_owner o;
+	struct cm_shm shm;
+	struct fctx x;
+	unsigned int n;
+	pid_t pid;
+	int st;
+
+	if (!cm_dma_available())
+		return;
+	n = 256;
+	n = n < cm_dma_info_cache.max_inflight ? n :
+						 cm_dma_info_cache.max_inflight;
+	n = n < cm_dma_info_cache.cq_entries ? n : cm_dma_info_cache.cq_entries;
+	fctx_open(&x);
+	cm_shm_create(&shm, 4096);
+	cm_owner_spawn(&o, x.key, &shm, 0, COOPMPI_REGION_WRITE, 0);
+	pid = cm_fork();
+	if (pid == 0) {
+		struct cm_cq cq;
+		int fd = cm_open_join(x.key, COOPMPI_JOIN_EXISTING, NULL);
+
+		REQUIRE_OK(cm_cq_map(fd, &cq));
+		for (int r = 0; r < ROUNDS; r++)
+			uffd_closed_round(fd, &cq, o.cookie, shm.view, n);
+		_exit(0);
+	}
+	REQUIRE(cm_wait_timeout(pid, 60000, &st) == 0,
+		"%d rounds of closing a userfaultfd under %u descriptors: no end in 60 s",
+		ROUNDS, n);
+	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	printf("%d userfaultfd closes under %u waiting descriptors each\n",
+	       ROUNDS, n);
+	cm_dma_wait_idle(10000);
+	cm_owner_finish(&o);
+	cm_shm_destroy(&shm);
+	fctx_close(&x);
+}
+END_TEST
+
 /* The per-endpoint bytes bound, with one descriptor of max_length stuck. */
 START_TEST(test_dma_bytes_bound)
 {
@@ -750,5 +834,6 @@ void add_dma_fail_tests(Suite *s)
 	tcase_add_loop_test(tc, test_dma_close_inflight, 0, 3);
 	tcase_add_loop_test(tc, test_dma_kill_inflight, 0, 2);
 	tcase_add_test(tc, test_dma_bytes_bound);
+	tcase_add_test(tc, test_dma_uffd_closed);
 	suite_add_tcase(s, tc);
 }

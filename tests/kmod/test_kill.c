@@ -2,8 +2,9 @@
 /*
  * test_kill.c - processes dying in the middle of copies: the region owner
  * SIGKILLed while a peer copies from/to it, the copier SIGKILLed mid-copy,
- * the region deregistered under a running copy.  Nothing may hang, copies
- * end with success or -ESRCH/-ENXIO, and the harness checks the kernel log.
+ * the region deregistered under a running copy, and processes killed while
+ * they wait in the driver.  Nothing may hang, copies end with success or
+ * -ESRCH/-ENXIO, and the harness checks the kernel log.
  */
 #include "helpers.h"
 
@@ -187,6 +188,66 @@ START_TEST(test_dereg_during_copy)
 }
 END_TEST
 
+/*
+ * Every wait in the driver ends on SIGKILL: _i = 0 a receive sleeping in
+ * MBOX_WAIT, 1 a COPY from a region whose page sits in a userfaultfd area
+ * nobody resolves (the copy waits in the fault).
+ */
+START_TEST(test_killed_while_waiting)
+{
+	static const char *const what[] = { "MBOX_WAIT",
+					    "COPY waiting in a userfaultfd fault" };
+	uint64_t key = cm_unique_key(), cookie = 0, t0;
+	struct cm_uffd uf = { .fd = -1 };
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
+	int sv[2], st;
+	pid_t pid;
+
+	if (_i == 1) {
+		cm_uffd_create(&uf, 1 << 20);
+		REQUIRE_OK(cm_reg(fd, uf.area, 1 << 20, COOPMPI_REGION_READ,
+				  &cookie));
+	}
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {
+		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		struct cm_msg m;
+		uint8_t buf[4096];
+		uint32_t done;
+		uint64_t c;
+
+		close(sv[0]);
+		cm_put_u64(sv[1], 1);
+		if (_i == 0)
+			cm_recv(cfd, &m, 1, COOPMPI_MBOX_WAIT, &done);
+		else
+			cm_copy(cfd, cookie, 0, buf, sizeof(buf),
+				COOPMPI_COPY_FROM_REGION, &c);
+		_exit(3);	/* the wait ended without the kill */
+	}
+	close(sv[1]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "waiter") == 1, "waiter ready");
+	cm_sleep_ms(200);
+	REQUIRE(waitpid(pid, &st, WNOHANG) == 0, "%s: did not wait (status %#x)",
+		what[_i], st);
+	t0 = cm_now_ms();
+	kill(pid, SIGKILL);
+	REQUIRE(cm_wait_timeout(pid, 5000, &st) == 0,
+		"%s: still there 5 s after SIGKILL", what[_i]);
+	REQUIRE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		"%s: status %#x (the wait ended by itself)", what[_i], st);
+	printf("%s: gone %llu ms after SIGKILL\n", what[_i],
+	       (unsigned long long)(cm_now_ms() - t0));
+	close(sv[0]);
+	if (_i == 1) {
+		REQUIRE_OK(cm_dereg(fd, cookie));
+		cm_uffd_destroy(&uf);
+	}
+	close(fd);
+}
+END_TEST
+
 void add_kill_tests(Suite *s)
 {
 	TCase *tc = cm_tcase("kill", 120);
@@ -194,5 +255,6 @@ void add_kill_tests(Suite *s)
 	tcase_add_loop_test(tc, test_owner_killed_during_copy, 0, 3);
 	tcase_add_loop_test(tc, test_copier_killed_mid_copy, 0, 3);
 	tcase_add_test(tc, test_dereg_during_copy);
+	tcase_add_loop_test(tc, test_killed_while_waiting, 0, 2);
 	suite_add_tcase(s, tc);
 }
