@@ -342,16 +342,18 @@ START_TEST(test_dma_bad_submit)
 END_TEST
 
 /*
- * Regions vanishing under descriptors held in flight: the destination
+ * Memory vanishing under descriptors held in flight: the destination
  * deregistered (-ENXIO), its owner killed (-ESRCH), the source region
- * deregistered (-ENXIO).  _i picks the case.
+ * deregistered (-ENXIO), the submitter's own source unmapped (-EFAULT).
+ * _i picks the case.
  */
 START_TEST(test_dma_region_gone)
 {
 	static const char *const what[] = {
 		"destination deregistered", "destination owner killed",
-		"source region deregistered",
+		"source region deregistered", "local source unmapped",
 	};
+	static const int want[] = { -ENXIO, -ESRCH, -ENXIO, -EFAULT };
 	struct coopmpi_dma_desc d;
 	struct coopmpi_dma_cqe e;
 	struct cm_owner o;
@@ -370,7 +372,7 @@ START_TEST(test_dma_region_gone)
 	cm_uffd_create(&uf, 1 << 20);
 	memset(shm.view, 0xEE, RLEN);
 
-	if (_i < 2) {
+	if (_i != 2) {
 		cm_desc_local(&d, uf.area, o.cookie, 0, 8192, 1);
 		cm_desc_notify(&d, o.cookie, RLEN - 16, 3, 3);
 	} else {
@@ -389,17 +391,23 @@ START_TEST(test_dma_region_gone)
 		kill(o.pid, SIGKILL);
 		REQUIRE_OK(cm_wait_timeout(o.pid, 20000, &st));
 		close(o.sock);
+	} else if (_i == 3) {
+		munmap(uf.area, uf.len);
+		uf.area = NULL;
 	} else {
 		cm_owner_finish(&o);	/* deregisters and exits */
 	}
-	cm_uffd_fill(&uf, 0, 8192, 5);
+	if (uf.area)
+		cm_uffd_fill(&uf, 0, 8192, 5);
 	cm_cq_wait(x.fd, &x.cq, &e, 1, 20000);
-	REQUIRE(e.status == (_i == 1 ? -ESRCH : -ENXIO) && e.bytes == 0,
+	REQUIRE(e.status == want[_i] && e.bytes == 0,
 		"%s: status %s bytes %llu", what[_i], cm_errname(-e.status),
 		(unsigned long long)e.bytes);
 	REQUIRE(cm_check_byte(shm.view, RLEN, 0xEE) < 0,
 		"%s: memory written", what[_i]);
 	cm_dma_wait_idle(10000);
+	if (_i == 3)
+		cm_owner_finish(&o);
 	cm_uffd_destroy(&uf);
 	cm_shm_destroy(&shm);
 	fctx_close(&x);
@@ -830,7 +838,7 @@ void add_dma_fail_tests(Suite *s)
 	suite_add_tcase(s, tc);
 
 	tc = cm_tcase("dma-gone", 180);
-	tcase_add_loop_test(tc, test_dma_region_gone, 0, 3);
+	tcase_add_loop_test(tc, test_dma_region_gone, 0, 4);
 	tcase_add_loop_test(tc, test_dma_close_inflight, 0, 3);
 	tcase_add_loop_test(tc, test_dma_kill_inflight, 0, 2);
 	tcase_add_test(tc, test_dma_bytes_bound);

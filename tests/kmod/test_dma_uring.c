@@ -3,8 +3,8 @@
  * test_dma_uring.c - the DMA channel through io_uring (IORING_OP_URING_CMD,
  * cmd_op COOPMPI_URING_CMD_DMA): copies complete as CQEs (res = bytes or
  * -errno), asynchronously; bad commands; the in-flight limit as CQE
- * -EAGAIN with hundreds outstanding; submitters exiting or killed with
- * commands in flight.
+ * -EAGAIN with hundreds outstanding; submitters exiting, killed or
+ * exec'ing with commands in flight.
  */
 #include "dma_helpers.h"
 
@@ -470,6 +470,91 @@ START_TEST(test_uring_exit_inflight)
 }
 END_TEST
 
+/*
+ * A submitter that execs with 64 real copies in flight, submitted _i = 0
+ * with DMA_SUBMIT (the endpoint, close-on-exec, is released by the exec:
+ * what is left is cancelled), 1 through io_uring (the exec waits for the
+ * thread's commands).  The exec goes through, every descriptor ends, and
+ * the destination's owner is served afterwards.
+ */
+START_TEST(test_exec_inflight)
+{
+	static const char *const how[] = { "DMA_SUBMIT", "io_uring" };
+	enum { N = 64, LEN = 1 << 20 };
+	uint64_t key = cm_unique_key(), ended0, ended;
+	struct coopmpi_dma_desc d;
+	struct coopmpi_dma_cqe e;
+	struct cm_owner o;
+	struct cm_shm shm;
+	struct cm_cq cq;
+	int fd, sv[2], st;
+	pid_t pid;
+
+	if (!cm_dma_available())
+		return;
+	ended0 = cm_sysfs_u64("dma_completed") + cm_sysfs_u64("dma_errors");
+	fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
+	cm_shm_create(&shm, LEN);
+	cm_owner_spawn(&o, key, &shm, 0, COOPMPI_REGION_WRITE, 0);
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {
+		static struct coopmpi_dma_desc ds[N];
+		uint8_t *src = cm_map_anon(LEN);
+		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		struct io_uring ring;
+		uint32_t done;
+
+		close(sv[0]);
+		cm_fill_pattern(src, LEN, 131);
+		for (int i = 0; i < N; i++)
+			cm_desc_local(&ds[i], src, o.cookie, 0, LEN, i);
+		if (_i == 0) {
+			REQUIRE_OK(cm_dma_submit(cfd, ds, N, &done));
+		} else {
+			REQUIRE(io_uring_queue_init(N, &ring, 0) == 0, "ring");
+			for (int i = 0; i < N; i++)
+				prep_dma(get_sqe(&ring), cfd, &ds[i], i, false);
+			submit_all(&ring, N);
+		}
+		cm_put_u64(sv[1], 1);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(99);
+	}
+	close(sv[1]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "submitter") == 1, "submitted");
+	REQUIRE(cm_wait_timeout(pid, 20000, &st) == 0,
+		"exec with %s DMA in flight: no exit in 20 s", how[_i]);
+	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"exec with %s DMA in flight: status %#x", how[_i], st);
+	cm_dma_wait_idle(20000);
+	ended = cm_sysfs_u64("dma_completed") + cm_sysfs_u64("dma_errors") -
+		ended0;
+	REQUIRE(ended == N, "%s: %llu of %d descriptors ended", how[_i],
+		(unsigned long long)ended, N);
+	printf("exec with %d %s descriptors in flight: all ended\n", N, how[_i]);
+	close(sv[0]);
+
+	REQUIRE_OK(cm_cq_map(fd, &cq));
+	cm_fill_pattern(shm.view, LEN, 0);
+	{
+		uint8_t *src = cm_map_anon(4096);
+
+		cm_fill_pattern(src, 4096, 133);
+		cm_desc_local(&d, src, o.cookie, 0, 4096, 7);
+		e = cm_dma_run(fd, &cq, &d);
+		REQUIRE(e.status == 0 && e.bytes == 4096, "after the exec: %s",
+			cm_errname(-e.status));
+		REQUIRE(cm_check_pattern(shm.view, 4096, 133, 0) < 0, "data");
+		cm_unmap(src, 4096);
+	}
+	cm_cq_unmap(&cq);
+	cm_owner_finish(&o);
+	cm_shm_destroy(&shm);
+	close(fd);
+}
+END_TEST
+
 void add_dma_uring_tests(Suite *s)
 {
 	TCase *tc = cm_tcase("dma-uring", 180);
@@ -479,5 +564,6 @@ void add_dma_uring_tests(Suite *s)
 	tcase_add_test(tc, test_uring_errors);
 	tcase_add_test(tc, test_uring_full);
 	tcase_add_loop_test(tc, test_uring_exit_inflight, 0, 3);
+	tcase_add_loop_test(tc, test_exec_inflight, 0, 2);
 	suite_add_tcase(s, tc);
 }

@@ -2,12 +2,14 @@
 /*
  * test_kill.c - processes dying in the middle of copies: the region owner
  * SIGKILLed while a peer copies from/to it, the copier SIGKILLed mid-copy,
- * the region deregistered under a running copy, and processes killed while
+ * the region deregistered under a running copy, the copier's fd closed or
+ * buffer unmapped by another thread mid-copy, and processes killed while
  * they wait in the driver.  Nothing may hang, copies end with success or
  * -ESRCH/-ENXIO, and the harness checks the kernel log.
  */
 #include "helpers.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -188,6 +190,73 @@ START_TEST(test_dereg_during_copy)
 }
 END_TEST
 
+struct teardown {
+	int fd;
+	uint8_t *local;
+	bool unmap;		/* else close the fd */
+};
+
+static void *teardown_after_50ms(void *arg)
+{
+	struct teardown *t = arg;
+
+	cm_sleep_ms(50);
+	if (t->unmap)
+		munmap(t->local, BIG);
+	else
+		close(t->fd);
+	return NULL;
+}
+
+/*
+ * Copies in a loop while another thread of the copier _i = 0 closes the
+ * endpoint's fd, 1 unmaps the local buffer: the copy running then
+ * finishes (the ioctl holds the file) or stops with -EFAULT, the loop ends
+ * on -EBADF / -EFAULT, and nothing leaks (the harness checks kmemleak and
+ * the unload).
+ */
+START_TEST(test_teardown_mid_copy)
+{
+	static const char *const what[] = { "fd closed", "buffer unmapped" };
+	static const int want[] = { -EBADF, -EFAULT };
+	uint64_t key = cm_unique_key(), copied;
+	struct teardown t = { .unmap = _i == 1 };
+	struct cm_owner o;
+	uint8_t buf[4096];
+	pthread_t th;
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL), r, n = 0;
+
+	cm_owner_spawn(&o, key, NULL, BIG,
+		       COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, 8);
+	t.fd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+	t.local = cm_map_anon(BIG);
+	cm_fill_pattern(t.local, BIG, 8);	/* writes back the same data */
+	REQUIRE(pthread_create(&th, NULL, teardown_after_50ms, &t) == 0,
+		"pthread_create");
+	do
+		r = cm_copy(t.fd, o.cookie, 0, t.local, BIG,
+			    (n++ & 1) ? COOPMPI_COPY_TO_REGION :
+					COOPMPI_COPY_FROM_REGION, &copied);
+	while (r == 0);
+	pthread_join(th, NULL);
+	REQUIRE(r == want[_i], "%s: the copy loop ended with %s", what[_i],
+		cm_errname(-r));
+	printf("%s mid-copy: %d copies, then %s\n", what[_i], n - 1,
+	       cm_errname(-r));
+
+	REQUIRE_OK(cm_copy(fd, o.cookie, BIG - sizeof(buf), buf, sizeof(buf),
+			   COOPMPI_COPY_FROM_REGION, &copied));
+	REQUIRE(cm_check_pattern(buf, sizeof(buf), 8, BIG - sizeof(buf)) < 0,
+		"region content damaged");
+	if (t.unmap)
+		close(t.fd);
+	else
+		cm_unmap(t.local, BIG);
+	cm_owner_finish(&o);
+	close(fd);
+}
+END_TEST
+
 /*
  * Every wait in the driver ends on SIGKILL: _i = 0 a receive sleeping in
  * MBOX_WAIT, 1 a COPY from a region whose page sits in a userfaultfd area
@@ -255,6 +324,7 @@ void add_kill_tests(Suite *s)
 	tcase_add_loop_test(tc, test_owner_killed_during_copy, 0, 3);
 	tcase_add_loop_test(tc, test_copier_killed_mid_copy, 0, 3);
 	tcase_add_test(tc, test_dereg_during_copy);
+	tcase_add_loop_test(tc, test_teardown_mid_copy, 0, 2);
 	tcase_add_loop_test(tc, test_killed_while_waiting, 0, 2);
 	suite_add_tcase(s, tc);
 }
