@@ -395,6 +395,45 @@ START_TEST(test_uring_full)
 END_TEST
 
 /*
+ * A domain, an owner of a destination region and a forked submitter that
+ * says 1 on the socket once its commands are in flight.
+ */
+struct sub_env {
+	uint64_t key;
+	int fd, sock[2];
+	struct cm_owner o;
+	struct cm_shm shm;
+	pid_t pid;
+};
+
+/* 0 in the submitter, its pid in the test */
+static pid_t sub_env_fork(struct sub_env *x, size_t len)
+{
+	x->key = cm_unique_key();
+	x->fd = cm_open_join(x->key, COOPMPI_JOIN_CREATE, NULL);
+	cm_shm_create(&x->shm, len);
+	cm_owner_spawn(&x->o, x->key, &x->shm, 0, COOPMPI_REGION_WRITE, 0);
+	cm_socketpair(x->sock);
+	x->pid = cm_fork();
+	close(x->sock[x->pid ? 1 : 0]);
+	return x->pid;
+}
+
+static void sub_env_wait_submitted(struct sub_env *x)
+{
+	REQUIRE(cm_get_u64_from(x->sock[0], x->pid, "submitter") == 1,
+		"submitted");
+}
+
+static void sub_env_close(struct sub_env *x)
+{
+	close(x->sock[0]);
+	cm_owner_finish(&x->o);
+	cm_shm_destroy(&x->shm);
+	close(x->fd);
+}
+
+/*
  * A submitter with commands in flight (some stuck in a fault, some
  * copying) that _i = 0 is SIGKILLed, 1 exits without waiting, 2 closes
  * its ring and endpoint first: it must go away, and so must the load.
@@ -403,37 +442,29 @@ START_TEST(test_uring_exit_inflight)
 {
 	static const char *const how[] = { "killed", "exit", "close+exit" };
 	enum { N = 32, LEN = 1 << 20 };
-	uint64_t key = cm_unique_key(), errs0 = cm_sysfs_u64("dma_errors");
-	struct cm_owner o;
-	struct cm_shm shm;
-	int fd, sv[2], st;
-	pid_t pid;
+	uint64_t errs0 = cm_sysfs_u64("dma_errors");
+	struct sub_env x;
+	int st;
 
 	if (!cm_dma_available())
 		return;
-	fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
-	cm_shm_create(&shm, LEN);
-	cm_owner_spawn(&o, key, &shm, 0, COOPMPI_REGION_WRITE, 0);
-	cm_socketpair(sv);
-	pid = cm_fork();
-	if (pid == 0) {
+	if (sub_env_fork(&x, LEN) == 0) {
 		static struct coopmpi_dma_desc d[2 * N];
 		struct io_uring ring;
 		struct cm_uffd uf;
 		uint8_t *src = cm_map_anon(LEN);
-		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		int cfd = cm_open_join(x.key, COOPMPI_JOIN_EXISTING, NULL);
 
-		close(sv[0]);
 		REQUIRE(io_uring_queue_init(2 * N, &ring, 0) == 0, "ring");
 		cm_uffd_create(&uf, LEN);
 		cm_fill_pattern(src, LEN, 121);
 		for (int i = 0; i < 2 * N; i++) {
-			cm_desc_local(&d[i], i < N ? uf.area : src, o.cookie, 0,
-				      LEN, 0);
+			cm_desc_local(&d[i], i < N ? uf.area : src, x.o.cookie,
+				      0, LEN, 0);
 			prep_dma(get_sqe(&ring), cfd, &d[i], i, false);
 		}
 		submit_all(&ring, 2 * N);
-		cm_put_u64(sv[1], 1);
+		cm_put_u64(x.sock[1], 1);
 		if (_i == 0)
 			for (;;)
 				pause();
@@ -445,13 +476,12 @@ START_TEST(test_uring_exit_inflight)
 		}
 		_exit(0);
 	}
-	close(sv[1]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "submitter") == 1, "submitted");
+	sub_env_wait_submitted(&x);
 	if (_i == 0) {
 		cm_sleep_ms(100);
-		kill(pid, SIGKILL);
+		kill(x.pid, SIGKILL);
 	}
-	REQUIRE(cm_wait_timeout(pid, 20000, &st) == 0,
+	REQUIRE(cm_wait_timeout(x.pid, 20000, &st) == 0,
 		"submitter (%s) with io_uring DMA in flight did not go away in 20 s",
 		how[_i]);
 	REQUIRE(_i ? WIFEXITED(st) && WEXITSTATUS(st) == 0 :
@@ -463,10 +493,7 @@ START_TEST(test_uring_exit_inflight)
 		"the %d stuck commands were not cancelled (dma_errors +%llu)", N,
 		(unsigned long long)(cm_sysfs_u64("dma_errors") - errs0));
 	printf("submitter %s: all io_uring DMA finished\n", how[_i]);
-	close(sv[0]);
-	cm_owner_finish(&o);
-	cm_shm_destroy(&shm);
-	close(fd);
+	sub_env_close(&x);
 }
 END_TEST
 
@@ -481,34 +508,27 @@ START_TEST(test_exec_inflight)
 {
 	static const char *const how[] = { "DMA_SUBMIT", "io_uring" };
 	enum { N = 64, LEN = 1 << 20 };
-	uint64_t key = cm_unique_key(), ended0, ended;
+	uint64_t ended0, ended;
 	struct coopmpi_dma_desc d;
 	struct coopmpi_dma_cqe e;
-	struct cm_owner o;
-	struct cm_shm shm;
+	struct sub_env x;
 	struct cm_cq cq;
-	int fd, sv[2], st;
-	pid_t pid;
+	uint8_t *src;
+	int st;
 
 	if (!cm_dma_available())
 		return;
 	ended0 = cm_sysfs_u64("dma_completed") + cm_sysfs_u64("dma_errors");
-	fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
-	cm_shm_create(&shm, LEN);
-	cm_owner_spawn(&o, key, &shm, 0, COOPMPI_REGION_WRITE, 0);
-	cm_socketpair(sv);
-	pid = cm_fork();
-	if (pid == 0) {
+	if (sub_env_fork(&x, LEN) == 0) {
 		static struct coopmpi_dma_desc ds[N];
-		uint8_t *src = cm_map_anon(LEN);
-		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		int cfd = cm_open_join(x.key, COOPMPI_JOIN_EXISTING, NULL);
 		struct io_uring ring;
 		uint32_t done;
 
-		close(sv[0]);
+		src = cm_map_anon(LEN);
 		cm_fill_pattern(src, LEN, 131);
 		for (int i = 0; i < N; i++)
-			cm_desc_local(&ds[i], src, o.cookie, 0, LEN, i);
+			cm_desc_local(&ds[i], src, x.o.cookie, 0, LEN, i);
 		if (_i == 0) {
 			REQUIRE_OK(cm_dma_submit(cfd, ds, N, &done));
 		} else {
@@ -517,13 +537,12 @@ START_TEST(test_exec_inflight)
 				prep_dma(get_sqe(&ring), cfd, &ds[i], i, false);
 			submit_all(&ring, N);
 		}
-		cm_put_u64(sv[1], 1);
+		cm_put_u64(x.sock[1], 1);
 		execl("/bin/true", "true", (char *)NULL);
 		_exit(99);
 	}
-	close(sv[1]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "submitter") == 1, "submitted");
-	REQUIRE(cm_wait_timeout(pid, 20000, &st) == 0,
+	sub_env_wait_submitted(&x);
+	REQUIRE(cm_wait_timeout(x.pid, 20000, &st) == 0,
 		"exec with %s DMA in flight: no exit in 20 s", how[_i]);
 	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		"exec with %s DMA in flight: status %#x", how[_i], st);
@@ -533,25 +552,19 @@ START_TEST(test_exec_inflight)
 	REQUIRE(ended == N, "%s: %llu of %d descriptors ended", how[_i],
 		(unsigned long long)ended, N);
 	printf("exec with %d %s descriptors in flight: all ended\n", N, how[_i]);
-	close(sv[0]);
 
-	REQUIRE_OK(cm_cq_map(fd, &cq));
-	cm_fill_pattern(shm.view, LEN, 0);
-	{
-		uint8_t *src = cm_map_anon(4096);
-
-		cm_fill_pattern(src, 4096, 133);
-		cm_desc_local(&d, src, o.cookie, 0, 4096, 7);
-		e = cm_dma_run(fd, &cq, &d);
-		REQUIRE(e.status == 0 && e.bytes == 4096, "after the exec: %s",
-			cm_errname(-e.status));
-		REQUIRE(cm_check_pattern(shm.view, 4096, 133, 0) < 0, "data");
-		cm_unmap(src, 4096);
-	}
+	/* the owner is served afterwards */
+	REQUIRE_OK(cm_cq_map(x.fd, &cq));
+	src = cm_map_anon(4096);
+	cm_fill_pattern(src, 4096, 133);
+	cm_desc_local(&d, src, x.o.cookie, 0, 4096, 7);
+	e = cm_dma_run(x.fd, &cq, &d);
+	REQUIRE(e.status == 0 && e.bytes == 4096, "after the exec: %s",
+		cm_errname(-e.status));
+	REQUIRE(cm_check_pattern(x.shm.view, 4096, 133, 0) < 0, "data");
+	cm_unmap(src, 4096);
 	cm_cq_unmap(&cq);
-	cm_owner_finish(&o);
-	cm_shm_destroy(&shm);
-	close(fd);
+	sub_env_close(&x);
 }
 END_TEST
 
