@@ -79,6 +79,34 @@ static int init_segment(struct coop_context *ctx)
 	return COOP_SUCCESS;
 }
 
+/*
+ * Our endpoint, its peers' table and its segment.  A dynamic endpoint
+ * joins under the domain's lock: the last one out reaps the domain's
+ * files when no segment has a live owner, which a joining endpoint
+ * without its segment yet would not have.
+ */
+static int open_endpoint(struct coop_context *ctx, int dynamic)
+{
+	int lock = -1, rc;
+
+	if (dynamic) {
+		lock = coop_seg_domain_lock(ctx->key);
+		if (lock < 0) {
+			coop_log(ctx->rank, "cannot lock the node domain: %s",
+				 strerror(-lock));
+			return COOP_ERR_PROVIDER;
+		}
+	}
+	rc = open_provider(ctx, dynamic);
+	if (!rc)
+		rc = init_peers(ctx);
+	if (!rc)
+		rc = init_segment(ctx);
+	if (lock >= 0)
+		close(lock);
+	return rc;
+}
+
 static void init_static_req(struct coop_context *ctx)
 {
 	struct coop_request *r = &ctx->done_req;
@@ -112,11 +140,7 @@ int coop_core_init(struct coop_context *ctx, int dynamic)
 	if (!rc)
 		rc = init_pools(ctx);
 	if (!rc)
-		rc = open_provider(ctx, dynamic);
-	if (!rc)
-		rc = init_peers(ctx);
-	if (!rc)
-		rc = init_segment(ctx);
+		rc = open_endpoint(ctx, dynamic);
 	return rc;
 }
 
@@ -191,7 +215,7 @@ void coop_core_say_bye(struct coop_context *ctx)
 
 void coop_core_fini(struct coop_context *ctx)
 {
-	int i;
+	int i, lock = ctx->dynamic ? coop_seg_domain_lock(ctx->key) : -1;
 
 	for (i = 0; ctx->peers && i < ctx->size; i++)
 		if (i != ctx->rank)
@@ -202,8 +226,10 @@ void coop_core_fini(struct coop_context *ctx)
 		ctx->prov.ops->close(&ctx->prov);
 	/* a dynamic domain's last endpoint out also removes what the dead
 	 * ones left (the static job's launcher does it for its ranks) */
-	if (ctx->dynamic)
-		coop_seg_reap(ctx->key);
+	if (lock >= 0) {
+		coop_seg_reap_locked(ctx->key);
+		close(lock);
+	}
 	coop_pool_destroy(&ctx->reqs);
 	coop_pool_destroy(&ctx->pkts);
 	free(ctx->bslot_peer);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "provider.h"
 #include "shmseg.h"
 
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
@@ -171,16 +172,16 @@ static int seg_owner_alive(const char *path)
 	return alive;
 }
 
-/* Does any segment of the domain of file name (coopmpi-<key>-...) have
- * a live owner? */
-static int domain_alive(const char *name)
+/* Does any segment of domain key have a live owner? */
+static int domain_alive(uint64_t key)
 {
-	char pat[96];
+	char pat[64];
 	glob_t g;
 	size_t i;
 	int alive = 0;
 
-	snprintf(pat, sizeof(pat), "/dev/shm/%.24s-seg-*", name);
+	snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-%016llx-seg-*",
+		 (unsigned long long)key);
 	if (glob(pat, 0, NULL, &g))
 		return 0;
 	for (i = 0; i < g.gl_pathc && !alive; i++)
@@ -189,27 +190,61 @@ static int domain_alive(const char *name)
 	return alive;
 }
 
-int coop_seg_reap(uint64_t key)
+int coop_seg_domain_lock(uint64_t key)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "/coopmpi-%016llx-lock",
+		 (unsigned long long)key);
+	return coop_shm_lock(name);
+}
+
+int coop_seg_reap_locked(uint64_t key)
 {
 	char pat[64];
 	glob_t g;
 	size_t i;
 	int n = 0;
 
-	if (key)
-		snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-%016llx-*",
-			 (unsigned long long)key);
-	else
-		snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-*-*");
+	if (domain_alive(key))
+		return 0;
+	snprintf(pat, sizeof(pat), "/dev/shm/coopmpi-%016llx-*",
+		 (unsigned long long)key);
 	if (glob(pat, 0, NULL, &g))
 		return 0;
-	for (i = 0; i < g.gl_pathc; i++) {
-		const char *name = g.gl_pathv[i] + strlen("/dev/shm/");
+	for (i = 0; i < g.gl_pathc; i++)
+		n += !unlink(g.gl_pathv[i]);
+	globfree(&g);
+	return n;
+}
 
-		/* "coopmpi-" + 16 hex digits: the domain's prefix */
-		if (strlen(name) > 25 && name[24] == '-' && !domain_alive(name))
-			n += !unlink(g.gl_pathv[i]);
-	}
+static int reap_domain(uint64_t key)
+{
+	int fd = coop_seg_domain_lock(key), n;
+
+	if (fd < 0)
+		return 0;
+	n = coop_seg_reap_locked(key);
+	close(fd);
+	return n;
+}
+
+int coop_seg_reap(uint64_t key)
+{
+	unsigned long long k, last = 0;
+	glob_t g;
+	size_t i;
+	int n = 0;
+
+	if (key)
+		return reap_domain(key);
+	if (glob("/dev/shm/coopmpi-*-*", 0, NULL, &g))
+		return 0;
+	/* sorted: a domain's files are together */
+	for (i = 0; i < g.gl_pathc; i++)
+		if (sscanf(g.gl_pathv[i], "/dev/shm/coopmpi-%16llx-", &k) == 1 &&
+		    k && k != last)
+			n += reap_domain(last = k);
 	globfree(&g);
 	return n;
 }

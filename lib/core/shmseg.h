@@ -85,10 +85,20 @@ int coop_seg_map(struct coop_seg *s, uint64_t key, int rank);
  * Remove /dev/shm's files of node domains whose endpoints all died: a
  * domain (key) is stale when no segment of it has a live owner; then
  * every "coopmpi-<key>-*" file goes (the providers' rings and counters
- * too).  key: only that domain; 0: every domain of ours.  Returns the
- * number of files removed.
+ * too), under the domain's lock.  key: only that domain; 0: every domain
+ * of ours.  Returns the number of files removed.
  */
 int coop_seg_reap(uint64_t key);
+/*
+ * A dynamic domain's lock (coop_shm_lock on "coopmpi-<key>-lock"): held
+ * by whoever creates or removes the domain's files - an endpoint joining
+ * (provider slot, ring, segment), one leaving (those, then the reap), so
+ * that a reap never sees a joining endpoint without its segment.  An fd
+ * to close, or -errno.
+ */
+int coop_seg_domain_lock(uint64_t key);
+/* coop_seg_reap(key) for a holder of the domain's lock */
+int coop_seg_reap_locked(uint64_t key);
 
 /* Owner: publish our address blob under instance (not 0). */
 void coop_seg_publish(struct coop_seg *s, const void *addr, size_t len,

@@ -158,21 +158,13 @@ static void slot_take(struct shm_priv *s, int rank)
 	s->slots[rank].pid = (uint32_t)getpid();
 }
 
-/* The counters file's lock (flock): an fd to close, or -errno. */
+/* The counters file's lock: an fd to close, or -errno. */
 static int lock_counters(uint64_t key)
 {
 	char name[80];
-	int fd;
 
 	cnt_name(name, sizeof(name), key);
-	fd = shm_open(name, O_RDWR | O_CREAT, 0600);
-	if (fd < 0)
-		return -errno;
-	if (flock(fd, LOCK_EX)) {
-		close(fd);
-		return -errno;
-	}
-	return fd;
+	return coop_shm_lock(name);
 }
 
 static int slot_free(const struct coopmpi_load_slot *slot)

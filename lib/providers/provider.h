@@ -187,6 +187,15 @@ const struct coop_provider_ops *coop_provider_find(const char *name);
 int coop_provider_open(struct coop_provider *p, const char *name,
 		       uint64_t job_key);
 
+/*
+ * An exclusive lock (flock) on the /dev/shm file name, created if need
+ * be: an fd to close to unlock, or -errno.  Such a file is only removed
+ * by a holder of its lock, so it may be removed at any time: a file that
+ * lost its name while we waited is not the one the name stands for any
+ * more, and the lock is taken again on the one it has now.
+ */
+int coop_shm_lock(const char *name);
+
 extern const struct coop_provider_ops coop_provider_kmod;
 extern const struct coop_provider_ops coop_provider_shm;
 

@@ -15,8 +15,12 @@
  * MPI implementation's would go through its own packets.
  */
 #include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "coopmpi_xfer.h"
 #include "harness.h"
@@ -510,6 +514,58 @@ static int dynamic_reconnect_rank(coop_context_t *ctx, int rank, int size,
 	return 0;
 }
 
+/*
+ * Endpoints come and go in three processes at once, 300 times each: no
+ * two live ones ever share a rank (the last one out removes the domain's
+ * files while another may be waiting to claim a slot in them), and each
+ * resolves its own short address to itself.
+ */
+static int dynamic_churn_rank(coop_context_t *ctx, int rank, int size,
+			      void *arg)
+{
+	enum { ROUNDS = 300, MAXR = 1024 };
+	const size_t bytes = MAXR * sizeof(uint32_t);
+	char name[64];
+	uint32_t *holder;
+	int fd, i;
+
+	(void)arg;
+	snprintf(name, sizeof(name), "/coopmpi-test-churn-%016llx",
+		 (unsigned long long)dyn_key());
+	fd = shm_open(name, O_RDWR | O_CREAT, 0600);
+	T_ASSERT(fd >= 0 && !ftruncate(fd, (off_t)bytes), "%s", name);
+	holder = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	T_ASSERT(holder != MAP_FAILED, "map %s", name);
+	t_barrier(ctx, rank, size);
+	if (rank == 0)
+		shm_unlink(name);	/* everybody has it mapped */
+	for (i = 0; i < ROUNDS; i++) {
+		coop_context_t *d = dyn_init();
+		char a[COOP_ADDR_SHORT_LEN];
+		size_t len = sizeof(a);
+		uint32_t other = 0;
+		int mine, r;
+
+		T_OK(coop_rank(d, &mine));
+		T_ASSERT(mine >= 0 && mine < MAXR, "rank %d", mine);
+		T_ASSERT(__atomic_compare_exchange_n(&holder[mine], &other,
+						     (uint32_t)getpid(), 0,
+						     __ATOMIC_SEQ_CST,
+						     __ATOMIC_SEQ_CST),
+			 "round %d: rank %d also held by pid %u", i, mine,
+			 other);
+		T_OK(coop_address_short(d, a, &len));
+		T_OK(coop_connect_peer(d, a, len, &r));
+		T_ASSERT(r == mine, "own address: rank %d, not %d", r, mine);
+		__atomic_store_n(&holder[mine], 0, __ATOMIC_SEQ_CST);
+		T_OK(coop_finalize(d));
+	}
+	t_barrier(ctx, rank, size);
+	munmap(holder, bytes);
+	return 0;
+}
+
 /* ---------------- PUT jobs by the offload engine ---------------- */
 
 static const size_t eng_sizes[] = { 0, 1, 4097, (1u << 20) + 3, 8u << 20 };
@@ -750,10 +806,14 @@ static const struct {
 };
 
 /* Each case: three ranks running fn, the dynamic domain their own. */
-static const rank_fn dynamic_cases[] = {
-	dynamic_files_rank,
-	dynamic_reuse_rank,
-	dynamic_reconnect_rank,
+static const struct {
+	rank_fn fn;
+	int ranks;
+} dynamic_cases[] = {
+	{ dynamic_files_rank, 3 },
+	{ dynamic_reuse_rank, 1 },
+	{ dynamic_reconnect_rank, 1 },
+	{ dynamic_churn_rank, 3 },
 };
 
 START_TEST(test_xfer)
@@ -765,8 +825,8 @@ END_TEST
 
 START_TEST(test_dynamic)
 {
-	ck_assert_int_eq(run_ranks(_i ? 1 : 3, NULL, dynamic_cases[_i], NULL,
-				   60, NULL), 0);
+	ck_assert_int_eq(run_ranks(dynamic_cases[_i].ranks, NULL,
+				   dynamic_cases[_i].fn, NULL, 60, NULL), 0);
 }
 END_TEST
 
