@@ -127,7 +127,7 @@ stage kmod-vm vm tests/kmod/test_kmod
 # dma=auto above ran the DMA suite on the soft engine; now the dmaengine
 # path (test provider module) and dma=off.
 stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
-stage lib-vm vm env COOP_PROVIDER=kmod tests/lib/test_lib
+# on the driver with manual progress: debug-lib below, on the debug kernel
 stage lib-vm-progress vm env COOP_PROVIDER=kmod COOP_PROGRESS=thread-sleep \
 	tests/lib/test_lib
 # the driver's suite (fuzz test included), its DMA suite on the dmaengine
