@@ -117,7 +117,7 @@ int coop_msg_queued(coop_context_t *ctx, int peer)
 
 size_t coop_msg_data_max(coop_context_t *ctx)
 {
-	return coop_xfer_check_ctx(ctx) ? 0 : ctx->seg.hdr->bounce_size;
+	return coop_xfer_check_ctx(ctx) ? 0 : ctx->seg.bounce_size;
 }
 
 static int msg_buf_get_locked(coop_context_t *ctx, int peer,
@@ -139,7 +139,7 @@ static int msg_buf_get_locked(coop_context_t *ctx, int peer,
 	ctx->bslot_user[slot] = 1;
 	memset(buf, 0, sizeof(*buf));
 	buf->data = coop_seg_bounce(&ctx->seg, (uint32_t)slot);
-	buf->max = ctx->seg.hdr->bounce_size;
+	buf->max = ctx->seg.bounce_size;
 	buf->slot = (uint32_t)slot;
 	return COOP_SUCCESS;
 }
@@ -155,7 +155,7 @@ static int own_buf(const struct coop_context *ctx, const coop_msg_buf_t *buf)
 	return buf && coop_seg_slot_valid(&ctx->seg, buf->slot) &&
 	       ctx->bslot_user[buf->slot] &&
 	       buf->data == coop_seg_bounce(&ctx->seg, buf->slot) &&
-	       buf->max == ctx->seg.hdr->bounce_size && !buf->reserved;
+	       buf->max == ctx->seg.bounce_size && !buf->reserved;
 }
 
 static int msg_buf_put_locked(coop_context_t *ctx, coop_msg_buf_t *buf)
@@ -217,10 +217,9 @@ static void on_user_data(struct coop_context *ctx, const union coop_pkt *p)
 	if (connect_sender(ctx, p))
 		return;
 	if (!coop_seg_slot_valid(seg, slot) ||
-	    p->udata.len > seg->hdr->bounce_size ||
+	    p->udata.len > seg->bounce_size ||
 	    p->h.ilen > COOP_MSG_DATA_HDR_MAX) {
-		coop_log(ctx->rank, "message with data from %u dropped: "
-			 "slot %u, %u bytes", p->h.src, slot, p->udata.len);
+		coop_peer_misbehaved(ctx, p->h.src, "message with data");
 		if (coop_seg_slot_valid(seg, slot))
 			coop_seg_bounce_free(seg, slot);
 		return;

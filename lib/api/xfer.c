@@ -86,7 +86,7 @@ int coop_mem_dereg(coop_context_t *ctx, const coop_rkey_t *key)
 static int own_slot_ok(const struct coop_context *ctx, int peer,
 		       uint32_t slot)
 {
-	return slot < ctx->seg.hdr->nwork && ctx->seg.work_peer[slot] == peer;
+	return slot < ctx->seg.nwork && ctx->seg.work_peer[slot] == peer;
 }
 
 /* The work slot p names, of the length p moves; NULL if there is none. */
@@ -99,7 +99,7 @@ static struct coop_work_slot *slot_of(struct coop_context *ctx,
 
 	if (get && !own_slot_ok(ctx, p->peer, p->slot))
 		return NULL;
-	if (!seg->hdr || p->slot >= seg->hdr->nwork)
+	if (!seg->hdr || p->slot >= seg->nwork)
 		return NULL;
 	w = &seg->work[p->slot];
 	return w->len == p->len ? w : NULL;

@@ -202,6 +202,11 @@ COOP_HIDDEN void coop_req_free(struct coop_request *r);
 COOP_HIDDEN uint32_t coop_req_id(const struct coop_request *r);
 COOP_HIDDEN struct coop_request *coop_req_lookup(struct coop_context *ctx,
 						 uint32_t id);
+/* coop_req_lookup() of a request whose partner is peer (the source a
+ * receive matched, or the one it was posted for): packets name requests
+ * by id, and a peer must not reach the requests of another */
+COOP_HIDDEN struct coop_request *coop_req_lookup_peer(struct coop_context *ctx,
+						      uint32_t id, int peer);
 /* Clear events; complete the request when none is left. */
 COOP_HIDDEN void coop_req_event(struct coop_request *r, unsigned ev);
 COOP_HIDDEN void coop_req_set_error(struct coop_request *r, int err);
@@ -283,6 +288,7 @@ struct coop_peer {
 	int dead;
 	int death_handled;
 	int said_bye;		/* finalized cleanly (PKT_BYE) */
+	int misbehaved;		/* broke the protocol: not heard any more */
 	int copy_ok;
 	int connected;		/* its ring and segment are mapped */
 	uint32_t instance;	/* dynamic: which endpoint of its rank */
@@ -465,6 +471,13 @@ COOP_HIDDEN void coop_idle(struct coop_context *ctx);
 COOP_HIDDEN unsigned coop_sleep_bound_us(struct coop_context *ctx,
 					 unsigned cap_us);
 COOP_HIDDEN void coop_peer_failed(struct coop_context *ctx, int peer);
+/*
+ * What peer sent (a packet, its segment) breaks the protocol: logged with
+ * what, and the peer is failed like a dead one - its requests end with
+ * COOP_ERR_PEER_DEAD, the other peers are served as before.
+ */
+COOP_HIDDEN void coop_peer_misbehaved(struct coop_context *ctx, int peer,
+				      const char *what);
 /* The peer is gone for good now: what depends on it fails at once. */
 COOP_HIDDEN void coop_peer_gone_now(struct coop_context *ctx, int peer);
 COOP_HIDDEN void coop_check_peers(struct coop_context *ctx);

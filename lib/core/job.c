@@ -157,7 +157,8 @@ static uint64_t claim_range(struct coop_job *j, int side, uint64_t *n)
 {
 	struct coop_work_slot *w = j->shared;
 	uint64_t *cursor = side ? &w->snext : &w->next;
-	uint64_t end = side ? w->len : w->split, off;
+	/* the slot is shared memory: never past our own length */
+	uint64_t end = COOP_MIN(side ? w->len : w->split, j->len), off;
 
 	/* a finished range's cursor is not pushed further on every poll */
 	if (__atomic_load_n(cursor, __ATOMIC_RELAXED) >= end)

@@ -155,10 +155,11 @@ static void dispatch(struct coop_context *ctx, const union coop_pkt *p)
 			 p->h.src);
 		return;
 	}
+	if (unlikely(ctx->peers[p->h.src].misbehaved))
+		return;
 	h = p->h.type < PKT_TYPE_MAX ? ctx->am[p->h.type] : NULL;
 	if (unlikely(!h)) {
-		coop_log(ctx->rank, "unknown packet type %u from %u dropped",
-			 p->h.type, p->h.src);
+		coop_peer_misbehaved(ctx, p->h.src, "unknown packet type");
 		return;
 	}
 	ctx->rx[p->h.type]++;
@@ -173,6 +174,17 @@ void coop_peer_failed(struct coop_context *ctx, int peer)
 		return;
 	ctx->peers[peer].dead = 1;
 	ctx->deaths++;
+}
+
+void coop_peer_misbehaved(struct coop_context *ctx, int peer,
+			  const char *what)
+{
+	if (peer == ctx->rank || ctx->peers[peer].misbehaved)
+		return;
+	coop_log(ctx->rank, "rank %d broke the protocol (%s): treated as "
+		 "failed", peer, what);
+	ctx->peers[peer].misbehaved = 1;
+	coop_peer_failed(ctx, peer);
 }
 
 /* A crash also fails pending ANY_SOURCE receives (the message they wait
@@ -191,7 +203,7 @@ static void reclaim_bounce(struct coop_context *ctx, int peer)
 {
 	uint32_t i;
 
-	for (i = 0; i < ctx->seg.hdr->nbounce; i++)
+	for (i = 0; i < ctx->seg.nbounce; i++)
 		if (ctx->bslot_peer[i] == (uint16_t)peer &&
 		    !ctx->bslot_user[i] &&
 		    __atomic_load_n(&ctx->seg.flags[i].busy, __ATOMIC_ACQUIRE))

@@ -53,6 +53,19 @@ struct coop_request *coop_req_lookup(struct coop_context *ctx, uint32_t id)
 	return r;
 }
 
+struct coop_request *coop_req_lookup_peer(struct coop_context *ctx,
+					  uint32_t id, int peer)
+{
+	struct coop_request *r = coop_req_lookup(ctx, id);
+	int partner;
+
+	if (!r)
+		return NULL;
+	partner = r->kind == REQ_RECV && !(r->pending & EV_MATCH) ?
+			  r->status.source : r->peer;
+	return partner == peer ? r : NULL;
+}
+
 void coop_req_activate(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;

@@ -17,6 +17,9 @@
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
 #define SEG_VERSION 4
 #define PAGE 4096ULL
+/* bounds of a peer's segment geometry we accept */
+#define SEG_MAX_SLOTS 65536U
+#define SEG_MAX_BOUNCE (64ULL << 20)
 
 _Static_assert(sizeof(struct coop_seg_hdr) <= PAGE, "header page");
 #define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
@@ -27,12 +30,16 @@ static void seg_name(char *buf, size_t n, uint64_t key, int rank)
 		 rank);
 }
 
-static void seg_bind(struct coop_seg *s, void *base)
+/* Binds s to the mapping base of a segment laid out as h (checked). */
+static void seg_bind(struct coop_seg *s, void *base,
+		     const struct coop_seg_hdr *h)
 {
-	struct coop_seg_hdr *h = base;
-
 	s->base = base;
-	s->hdr = h;
+	s->bytes = h->bytes;
+	s->hdr = base;
+	s->nbounce = h->nbounce;
+	s->nwork = h->nwork;
+	s->bounce_size = h->bounce_size;
 	s->work = (struct coop_work_slot *)((char *)base + h->off_work);
 	s->flags = (struct coop_bounce_flag *)((char *)base + h->off_flags);
 	s->bounce = (unsigned char *)base + h->off_bounce;
@@ -95,8 +102,7 @@ int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 	}
 	h.owner_pid = (uint32_t)getpid();
 	memcpy(m, &h, sizeof(h));
-	s->bytes = h.bytes;
-	seg_bind(s, m);
+	seg_bind(s, m, &h);
 	s->work_free = malloc(nwork * sizeof(uint32_t));
 	s->work_peer = malloc(nwork * sizeof(int32_t));
 	s->work_refs = calloc(nwork, 1);
@@ -114,9 +120,26 @@ int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 	return 0;
 }
 
+/* Is h, read from a file of size bytes, a layout seg_layout() makes? */
+static int seg_header_sane(const struct coop_seg_hdr *h, off_t bytes)
+{
+	struct coop_seg_hdr l;
+
+	if (h->magic != SEG_MAGIC || h->version != SEG_VERSION ||
+	    h->nbounce > SEG_MAX_SLOTS || h->nwork > SEG_MAX_SLOTS ||
+	    h->bounce_size > SEG_MAX_BOUNCE || h->bounce_size % 64)
+		return 0;
+	memset(&l, 0, sizeof(l));
+	seg_layout(&l, h->nbounce, h->bounce_size, h->nwork);
+	return l.off_work == h->off_work && l.off_flags == h->off_flags &&
+	       l.off_bounce == h->off_bounce && l.bytes == h->bytes &&
+	       (uint64_t)bytes >= h->bytes;
+}
+
 int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
 {
 	struct coop_seg_hdr h;
+	struct stat st;
 	void *m;
 	int fd;
 
@@ -126,7 +149,7 @@ int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
 	if (fd < 0)
 		return -errno;
 	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    h.magic != SEG_MAGIC || h.version != SEG_VERSION) {
+	    fstat(fd, &st) || !seg_header_sane(&h, st.st_size)) {
 		close(fd);
 		return -EINVAL;
 	}
@@ -134,8 +157,7 @@ int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
 	close(fd);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
-	s->bytes = h.bytes;
-	seg_bind(s, m);
+	seg_bind(s, m, &h);
 	return 0;
 }
 
@@ -304,7 +326,7 @@ static int claim(struct coop_seg *s, uint32_t i)
 int coop_seg_bounce_alloc(struct coop_seg *s, int frag)
 {
 	uint32_t lo = frag ? s->neager : 0;
-	uint32_t n = frag ? s->hdr->nbounce - s->neager : s->neager;
+	uint32_t n = frag ? s->nbounce - s->neager : s->neager;
 	uint32_t *cur = frag ? &s->frag_next : &s->eager_next;
 	uint32_t k;
 
@@ -342,14 +364,14 @@ int coop_seg_work_alloc(struct coop_seg *s, uint64_t len, uint64_t chunk,
 
 void coop_seg_work_put(struct coop_seg *s, uint32_t slot, int peer)
 {
-	if (slot < s->hdr->nwork && s->work_peer[slot] == peer &&
+	if (slot < s->nwork && s->work_peer[slot] == peer &&
 	    --s->work_refs[slot] == 0)
 		coop_seg_work_free(s, slot, peer);
 }
 
 int coop_seg_work_free(struct coop_seg *s, uint32_t slot, int peer)
 {
-	if (slot >= s->hdr->nwork || s->work_peer[slot] != peer)
+	if (slot >= s->nwork || s->work_peer[slot] != peer)
 		return -1;
 	s->work_peer[slot] = -1;
 	s->work_refs[slot] = 0;
@@ -361,7 +383,7 @@ void coop_seg_work_free_peer(struct coop_seg *s, int peer)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->hdr->nwork; i++)
+	for (i = 0; i < s->nwork; i++)
 		if (s->work_peer[i] == peer)
 			coop_seg_work_free(s, i, peer);
 }

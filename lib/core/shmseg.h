@@ -60,10 +60,16 @@ struct coop_seg_hdr {
 	uint8_t addr[COOP_SEG_ADDR_MAX];
 };
 
-/* A mapped segment: our own or a peer's. */
+/*
+ * A mapped segment: our own or a peer's.  Its geometry is checked once at
+ * map time and kept here: the header stays writable by its owner, who
+ * must not be able to send our reads and writes elsewhere.
+ */
 struct coop_seg {
 	void *base;
 	size_t bytes;
+	uint32_t nbounce, nwork;
+	uint64_t bounce_size;
 	struct coop_seg_hdr *hdr;
 	struct coop_work_slot *work;
 	struct coop_bounce_flag *flags;
@@ -115,7 +121,7 @@ void coop_seg_destroy(struct coop_seg *s);
 int coop_seg_bounce_alloc(struct coop_seg *s, int frag);
 static inline void *coop_seg_bounce(const struct coop_seg *s, uint32_t slot)
 {
-	return s->bounce + (size_t)slot * s->hdr->bounce_size;
+	return s->bounce + (size_t)slot * s->bounce_size;
 }
 /* Reader (peer) or owner: give a slot back. */
 static inline void coop_seg_bounce_free(struct coop_seg *s, uint32_t slot)
@@ -124,7 +130,7 @@ static inline void coop_seg_bounce_free(struct coop_seg *s, uint32_t slot)
 }
 static inline int coop_seg_slot_valid(const struct coop_seg *s, uint32_t slot)
 {
-	return s->hdr && slot < s->hdr->nbounce;
+	return s->hdr && slot < s->nbounce;
 }
 
 /*

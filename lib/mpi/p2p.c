@@ -106,7 +106,10 @@ static void on_arrival(struct coop_context *ctx, const union coop_pkt *p)
 	struct coop_msgdesc md, *m = &md;
 	struct coop_request *r;
 
-	coop_proto_describe(m, p);
+	if (coop_proto_describe(ctx, m, p)) {
+		coop_peer_misbehaved(ctx, p->h.src, "message envelope");
+		return;
+	}
 	r = coop_match_posted(ctx, m);
 
 	if (!r) {

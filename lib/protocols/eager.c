@@ -150,9 +150,8 @@ void coop_eager_deliver(struct coop_request *r, const struct coop_msgdesc *m)
 	} else {
 		struct coop_seg *seg = &ctx->peers[m->src].seg;
 
-		if (!coop_seg_slot_valid(seg, m->slot))
-			coop_req_set_error(r, COOP_ERR_INTERNAL);
-		else if (n)
+		/* coop_proto_describe() checked the slot at arrival */
+		if (n)
 			memcpy(r->buf, coop_seg_bounce(seg, m->slot), n);
 		release_slot(ctx, m);
 	}
@@ -172,7 +171,7 @@ void coop_eager_discard(struct coop_context *ctx, const struct coop_msgdesc *m)
 /* A synchronous eager send's receive matched. */
 static void on_ack(struct coop_context *ctx, const union coop_pkt *p)
 {
-	struct coop_request *s = coop_req_lookup(ctx, p->ack.sreq);
+	struct coop_request *s = coop_req_lookup_peer(ctx, p->ack.sreq, p->h.src);
 
 	if (s && s->kind == REQ_SEND)
 		coop_req_event(s, EV_ACK);

@@ -46,9 +46,11 @@ void coop_proto_layer_fini(struct coop_context *ctx)
 	ctx->proto = NULL;
 }
 
-void coop_proto_describe(struct coop_msgdesc *m, const union coop_pkt *p)
+int coop_proto_describe(struct coop_context *ctx, struct coop_msgdesc *m,
+			const union coop_pkt *p)
 {
 	const struct coop_pkt_hdr *h = &p->h;
+	const struct coop_seg *seg = &ctx->peers[h->src].seg;
 
 	memset(m, 0, sizeof(*m));
 	m->type = h->type;
@@ -66,20 +68,22 @@ void coop_proto_describe(struct coop_msgdesc *m, const union coop_pkt *p)
 		if (h->flags & PF_SYNC) {
 			memcpy(&m->sreq, p->eager.data, sizeof(m->sreq));
 			m->data += sizeof(m->sreq);
+			return h->ilen <= PKT_INLINE_SYNC_MAX ? 0 : -1;
 		}
-		break;
+		return h->ilen <= PKT_INLINE_MAX ? 0 : -1;
 	case PKT_EAGER_BB:
 		m->slot = p->bb.slot;
 		m->sreq = p->bb.sreq;
 		m->len = p->bb.len;
-		break;
+		return coop_seg_slot_valid(seg, m->slot) &&
+		       m->len <= seg->bounce_size ? 0 : -1;
 	case PKT_RTS:
 		m->sreq = p->rts.sreq;
 		m->len = p->rts.len;
 		m->key = p->rts.key;
-		break;
+		return 0;
 	default:
-		break;
+		return -1;
 	}
 }
 

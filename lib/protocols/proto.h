@@ -71,9 +71,14 @@ struct coop_proto_state {
 /* proto.c: the layer's set-up, and what several protocols send */
 COOP_HIDDEN int coop_proto_layer_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_proto_layer_fini(struct coop_context *ctx);
-/* The message an EAGER, EAGER_BB or RTS packet announces. */
-COOP_HIDDEN void coop_proto_describe(struct coop_msgdesc *m,
-				     const union coop_pkt *p);
+/*
+ * The message an EAGER, EAGER_BB or RTS packet announces: 0, or -1 when
+ * the packet cannot be one its sender's library wrote (inline data longer
+ * than the packet, a bounce slot or length its segment does not have).
+ */
+COOP_HIDDEN int coop_proto_describe(struct coop_context *ctx,
+				    struct coop_msgdesc *m,
+				    const union coop_pkt *p);
 /* CTS answering r's RTS with proto; the receiver charges the sender's
  * share to its pending load first (COOP-load). */
 struct coop_cts_args {

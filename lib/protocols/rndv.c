@@ -302,7 +302,7 @@ void coop_rndv_start_write(struct coop_request *r)
 	if (!ctx->peers[r->peer].copy_ok) {
 		a.kind = JOB_PUSH;
 		a.key = NULL;
-		a.chunk = ctx->seg.hdr->bounce_size;
+		a.chunk = ctx->seg.bounce_size;
 		a.ops = &push_ops;
 	}
 	r->pending |= EV_LOCAL;
@@ -325,7 +325,7 @@ static void coop_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 		.ops = &write_ops,
 	};
 
-	if (!pseg->hdr || p->slot >= pseg->hdr->nwork) {
+	if (!pseg->hdr || p->slot >= pseg->nwork) {
 		coop_req_fail(s, COOP_ERR_INTERNAL);
 		return;
 	}
@@ -341,7 +341,7 @@ static void coop_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 static void on_cts(struct coop_context *ctx, const union coop_pkt *pkt)
 {
 	const struct coop_pkt_cts *p = &pkt->cts;
-	struct coop_request *s = coop_req_lookup(ctx, p->sreq);
+	struct coop_request *s = coop_req_lookup_peer(ctx, p->sreq, p->h.src);
 	const struct coop_proto_ops *ops = coop_proto_ops(ctx, p->h.proto);
 
 	if (!s || s->kind != REQ_SEND || !(s->pending & EV_PEER))
@@ -374,7 +374,7 @@ static void on_fin(struct coop_context *ctx, const union coop_pkt *pkt)
 		coop_seg_work_put(&ctx->seg, p->slot, p->h.src);
 	if (p->req == FIN_NONE)
 		return;
-	q = coop_req_lookup(ctx, p->req);
+	q = coop_req_lookup_peer(ctx, p->req, p->h.src);
 	if (!q)
 		return;
 	if (p->err) {		/* the peer's copy failed: so did ours */
@@ -402,12 +402,14 @@ static void on_fin(struct coop_context *ctx, const union coop_pkt *pkt)
 static void on_frag(struct coop_context *ctx, const union coop_pkt *pkt)
 {
 	const struct coop_pkt_frag *p = &pkt->frag;
-	struct coop_request *r = coop_req_lookup(ctx, p->rreq);
+	struct coop_request *r = coop_req_lookup_peer(ctx, p->rreq, p->h.src);
 	struct coop_seg *seg = &ctx->peers[p->h.src].seg;
 	uint64_t n;
 
-	if (!coop_seg_slot_valid(seg, p->slot))
+	if (!coop_seg_slot_valid(seg, p->slot) || p->len > seg->bounce_size) {
+		coop_peer_misbehaved(ctx, p->h.src, "fragment");
 		return;
+	}
 	if (r && r->kind == REQ_RECV && p->off < r->len) {
 		n = COOP_MIN(p->len, r->len - p->off);
 		memcpy((char *)r->buf + p->off, coop_seg_bounce(seg, p->slot),

@@ -12,6 +12,7 @@ TCase *tc_p2p(void);
 TCase *tc_proto(void);
 TCase *tc_random(void);
 TCase *tc_fault(void);
+TCase *tc_hostile(void);
 TCase *tc_dma(void);
 TCase *tc_sleep(void);
 TCase *tc_select(void);

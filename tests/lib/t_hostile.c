@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * t_hostile.c - a peer of the same domain that breaks the protocol.  On
+ * the shm provider every member can map every ring and segment file, so
+ * rank 2 rewrites its own segment's geometry after rank 0 mapped it, then
+ * writes into rank 0's mailbox: an EAGER_BB naming a bounce slot that only
+ * the rewritten geometry has, a fragment longer than a bounce slot, then
+ * thousands of random packets (_i = 1: only random packets, all of known
+ * types).  Rank 0 never reads or writes out of bounds, treats rank 2 as
+ * failed at its first bad packet (both receives posted for it end with
+ * COOP_ERR_PEER_DEAD), and keeps serving rank 1.  (With the driver, rings are mapped through it:
+ * the same library checks apply; this test needs the files.)
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "shmseg.h"
+#include "tests.h"
+#include "wire.h"
+
+#define COMM 61
+#define NGARBAGE 4000
+#define BAD_SLOT 5000u		/* below the rewritten nbounce only */
+
+enum { VICTIM, HONEST, HOSTILE };
+
+struct hostile_sync {
+	int posted;		/* the victim's receives from HOSTILE */
+	int attacked;		/* everything is in its mailbox */
+	int done;		/* the victim and the honest peer are */
+	int valid_types;	/* variant: garbage of known packet types */
+};
+
+static void *map_shm_file(const char *fmt, int rank, size_t *bytes)
+{
+	char name[80];
+	struct stat st;
+	void *m;
+	int fd;
+
+	snprintf(name, sizeof(name), fmt, (unsigned long long)t_job, rank);
+	fd = shm_open(name, O_RDWR, 0);
+	T_ASSERT(fd >= 0 && !fstat(fd, &st), "open %s", name);
+	*bytes = (size_t)st.st_size;
+	m = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	T_ASSERT(m != MAP_FAILED, "map %s", name);
+	return m;
+}
+
+/* The uapi ring protocol's producer side, on rank's mailbox file. */
+static void inject(int rank, const union coop_pkt *pkts, int n)
+{
+	size_t bytes;
+	struct coopmpi_ring_hdr *h =
+		map_shm_file("/coopmpi-%016llx-ring-%d", rank, &bytes);
+	uint64_t *seq = (uint64_t *)((char *)h + COOPMPI_RING_SEQ_OFF);
+	char *msgs = (char *)h + coopmpi_ring_msgs_off(h->slots);
+	uint64_t mask = h->slots - 1, pos, s;
+	int i = 0;
+
+	while (i < n) {
+		pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
+		s = __atomic_load_n(&seq[pos & mask], __ATOMIC_ACQUIRE);
+		if (s < pos) {		/* full: the victim drains it */
+			T_ASSERT(!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE),
+				 "the victim left");
+			usleep(100);
+			continue;
+		}
+		if (s != pos || !__atomic_compare_exchange_n(
+					&h->tail, &pos, pos + 1, 0,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			continue;
+		memcpy(msgs + (pos & mask) * COOPMPI_MSG_SIZE, &pkts[i++],
+		       COOPMPI_MSG_SIZE);
+		__atomic_store_n(&seq[pos & mask], pos + 1, __ATOMIC_RELEASE);
+	}
+	munmap(h, bytes);
+}
+
+static void rewrite_own_geometry(void)
+{
+	size_t bytes;
+	struct coop_seg_hdr *h =
+		map_shm_file("/coopmpi-%016llx-seg-%d", HOSTILE, &bytes);
+
+	h->nbounce = 1u << 20;
+	h->bounce_size = 1ULL << 40;
+	munmap(h, bytes);
+}
+
+static void hostile(struct hostile_sync *sy)
+{
+	static union coop_pkt p[NGARBAGE];
+	uint32_t x = 12345;
+	int i;
+
+	while (!__atomic_load_n(&sy->posted, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	rewrite_own_geometry();
+	for (i = 0; i < NGARBAGE; i++) {
+		for (size_t b = 0; b < sizeof(p[i]); b++) {
+			x = x * 1103515245u + 12345u;
+			p[i].raw[b] = (uint8_t)(x >> 16);
+		}
+		if (sy->valid_types)
+			p[i].h.type = 1 + p[i].h.type % (PKT_TYPE_MAX - 1);
+		p[i].h.src = HOSTILE;	/* its own: the others' are not ours */
+	}
+	if (sy->valid_types) {
+		inject(VICTIM, p, NGARBAGE);
+		__atomic_store_n(&sy->attacked, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	memset(p, 0, 2 * sizeof(p[0]));
+	p[0].h.type = PKT_EAGER_BB;	/* matches the first receive */
+	p[0].h.src = HOSTILE;
+	p[0].h.comm = COMM;
+	p[0].h.tag = 1;
+	p[0].bb.slot = BAD_SLOT;
+	p[0].bb.len = 1000;
+	p[1].h.type = PKT_FRAG;
+	p[1].h.src = HOSTILE;
+	p[1].frag.len = 1ULL << 40;
+	inject(VICTIM, p, NGARBAGE);
+	__atomic_store_n(&sy->attacked, 1, __ATOMIC_RELEASE);
+}
+
+/* The request ends within 30 s: its error */
+static int finish(coop_request_t **req)
+{
+	double end = (double)time(NULL) + 30 * t_time_scale();
+	coop_status_t st;
+	int flag = 0, rc = 0;
+
+	while (!flag && time(NULL) < end)
+		rc = coop_test(req, &flag, &st);
+	T_ASSERT(flag, "a request did not end in 30 s");
+	return rc ? rc : st.error;
+}
+
+/* One message of each size to the peer, the same back: data checked. */
+static void honest_exchange(coop_context_t *ctx, int rank)
+{
+	static const size_t sizes[] = { 64, 64 << 10, 4 << 20 };
+	int peer = rank == VICTIM ? HONEST : VICTIM;
+	char *buf = malloc(4 << 20);
+	coop_request_t *r;
+
+	T_ASSERT(buf, "malloc");
+	for (int i = 0; i < 3; i++) {
+		for (int turn = 0; turn < 2; turn++) {
+			if ((turn == 0) == (rank == VICTIM)) {
+				t_fill(buf, sizes[i], 900 + i);
+				T_OK(coop_isend(ctx, buf, sizes[i], peer,
+						10 + i, COMM, 0, &r));
+				T_OK(finish(&r));
+				continue;
+			}
+			memset(buf, 0, sizes[i]);
+			T_OK(coop_irecv(ctx, buf, sizes[i], peer, 10 + i,
+					COMM, 0, &r));
+			T_OK(finish(&r));
+			T_ASSERT(t_check(buf, sizes[i], 900 + i) < 0,
+				 "%zu bytes from rank %d", sizes[i], peer);
+		}
+	}
+	free(buf);
+}
+
+static int hostile_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct hostile_sync *sy = arg;
+	char a[1000], b[8];
+	coop_request_t *r1, *r2;
+	int rc;
+
+	t_barrier(ctx, rank, size);	/* all connected */
+	if (rank == HOSTILE) {
+		hostile(sy);
+		/* alive until the end: failed for what it sent */
+		while (!__atomic_load_n(&sy->done, __ATOMIC_ACQUIRE))
+			usleep(1000);
+		_exit(0);
+	}
+	if (rank == HONEST) {
+		honest_exchange(ctx, rank);
+		return 0;
+	}
+	if (sy->valid_types) {
+		__atomic_store_n(&sy->posted, 1, __ATOMIC_RELEASE);
+		goto attacked;
+	}
+	T_OK(coop_irecv(ctx, a, sizeof(a), HOSTILE, 1, COMM, 0, &r1));
+	T_OK(coop_irecv(ctx, b, sizeof(b), HOSTILE, 2, COMM, 0, &r2));
+	__atomic_store_n(&sy->posted, 1, __ATOMIC_RELEASE);
+	rc = finish(&r1);
+	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "the receive the bad message "
+		 "was for: %s", coop_strerror(rc));
+	rc = finish(&r2);
+	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "the other receive: %s",
+		 coop_strerror(rc));
+attacked:
+	while (!__atomic_load_n(&sy->attacked, __ATOMIC_ACQUIRE))
+		coop_progress(ctx);
+	for (int i = 0; i < 1000; i++)	/* the garbage, dispatched */
+		coop_progress(ctx);
+	honest_exchange(ctx, rank);
+	__atomic_store_n(&sy->done, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+START_TEST(test_hostile_peer)
+{
+	struct hostile_sync *sy;
+	struct rank_result res[3];
+
+	if (t_kmod_provider())
+		return;		/* the rings are not files */
+	sy = shared_alloc(sizeof(*sy));
+	sy->valid_types = _i;
+	run_ranks(3, NULL, hostile_rank, sy, 120, res);
+	ck_assert_msg(res[VICTIM].exited && res[VICTIM].status == 0,
+		      "victim: exited %d status %d signal %d",
+		      res[VICTIM].exited, res[VICTIM].status,
+		      res[VICTIM].signo);
+	ck_assert_msg(res[HONEST].exited && res[HONEST].status == 0,
+		      "honest peer: status %d signal %d", res[HONEST].status,
+		      res[HONEST].signo);
+	ck_assert_msg(res[HOSTILE].exited && res[HOSTILE].status == 0,
+		      "hostile peer: status %d signal %d",
+		      res[HOSTILE].status, res[HOSTILE].signo);
+	shared_free(sy, sizeof(*sy));
+}
+END_TEST
+
+TCase *tc_hostile(void)
+{
+	TCase *tc = tcase_create("hostile");
+
+	tcase_set_timeout(tc, 150);
+	tcase_add_loop_test(tc, test_hostile_peer, 0, 2);
+	return tc;
+}
