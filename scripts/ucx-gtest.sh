@@ -88,4 +88,6 @@ ln -s "${work##*/}" "$work.link"
 mv -T "$work.link" "$out"
 trap - EXIT
 echo "ucx-gtest: built in $((SECONDS - start)) s" >&2
+. "$here/scripts/cache-prune.sh"
+cache_prune "$cache" ucx-gtest- "$name"
 echo "$gtest"
