@@ -216,8 +216,7 @@ static void on_user_data(struct coop_context *ctx, const union coop_pkt *p)
 
 	if (connect_sender(ctx, p))
 		return;
-	if (!coop_seg_slot_valid(seg, slot) ||
-	    p->udata.len > seg->bounce_size ||
+	if (!coop_seg_bounce_holds(seg, slot, p->udata.len) ||
 	    p->h.ilen > COOP_MSG_DATA_HDR_MAX) {
 		coop_peer_misbehaved(ctx, p->h.src, "message with data");
 		if (coop_seg_slot_valid(seg, slot))

@@ -132,6 +132,12 @@ static inline int coop_seg_slot_valid(const struct coop_seg *s, uint32_t slot)
 {
 	return s->hdr && slot < s->nbounce;
 }
+/* Can slot hold len bytes?  (What a peer's packet claims is checked.) */
+static inline int coop_seg_bounce_holds(const struct coop_seg *s,
+					uint32_t slot, uint64_t len)
+{
+	return coop_seg_slot_valid(s, slot) && len <= s->bounce_size;
+}
 
 /*
  * Owner (receiver): a cooperative work slot shared with peer, or -1.  It

@@ -75,8 +75,7 @@ int coop_proto_describe(struct coop_context *ctx, struct coop_msgdesc *m,
 		m->slot = p->bb.slot;
 		m->sreq = p->bb.sreq;
 		m->len = p->bb.len;
-		return coop_seg_slot_valid(seg, m->slot) &&
-		       m->len <= seg->bounce_size ? 0 : -1;
+		return coop_seg_bounce_holds(seg, m->slot, m->len) ? 0 : -1;
 	case PKT_RTS:
 		m->sreq = p->rts.sreq;
 		m->len = p->rts.len;

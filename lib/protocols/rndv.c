@@ -406,7 +406,7 @@ static void on_frag(struct coop_context *ctx, const union coop_pkt *pkt)
 	struct coop_seg *seg = &ctx->peers[p->h.src].seg;
 	uint64_t n;
 
-	if (!coop_seg_slot_valid(seg, p->slot) || p->len > seg->bounce_size) {
+	if (!coop_seg_bounce_holds(seg, p->slot, p->len)) {
 		coop_peer_misbehaved(ctx, p->h.src, "fragment");
 		return;
 	}
