@@ -404,6 +404,32 @@ typedef struct coop_load {
 COOP_API int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out);
 
 /*
+ * The offload engines' load: work in flight on the domain's offload
+ * engines, from the same shared counters ([Chakraborty18]'s shared HCA
+ * counter; with kmod also in sysfs, /sys/kernel/coopmpi/domains/<id>/
+ * offload).  The driver keeps dma_*, the HCA engine (COOP_ENGINE=hca)
+ * hca_*; COOP_OFFLOAD_BUSY compares the engine in use's bytes with its
+ * threshold.
+ */
+typedef struct coop_offload_load {
+	uint64_t dma_ops;	/* DMA-channel copies in flight */
+	uint64_t dma_bytes;
+	uint64_t hca_ops;	/* HCA-loopback copies in flight */
+	uint64_t hca_bytes;
+} coop_offload_load_t;
+
+/*
+ * coop_get_offload_load - read the domain's offload counters into *out.
+ * Each field is read atomically, not one snapshot.  Never blocks, makes
+ * no progress.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (ctx or out NULL), COOP_ERR_PROVIDER
+ * (counters not available).
+ * Thread safety: as any call on ctx.
+ */
+COOP_API int coop_get_offload_load(coop_context_t *ctx,
+				   coop_offload_load_t *out);
+
+/*
  * What this context did since coop_connect() or the last
  * coop_reset_stats(): messages by protocol, and the work of this rank's
  * CPU and of the offload engine on its behalf.  For benchmarks, tuning

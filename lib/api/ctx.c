@@ -427,6 +427,28 @@ int coop_get_load(coop_context_t *ctx, int rank, coop_load_t *out)
 	COOP_LOCKED(ctx, get_load_locked(ctx, rank, out));
 }
 
+static int get_offload_load_locked(coop_context_t *ctx,
+				   coop_offload_load_t *out)
+{
+	const struct coopmpi_offload_counters *o;
+
+	if (!ctx || !out)
+		return COOP_ERR_ARG;
+	o = ctx->prov.ops->offload ? ctx->prov.ops->offload(&ctx->prov) : NULL;
+	if (!o)
+		return COOP_ERR_PROVIDER;
+	out->dma_ops = __atomic_load_n(&o->dma_ops, __ATOMIC_RELAXED);
+	out->dma_bytes = __atomic_load_n(&o->dma_bytes, __ATOMIC_RELAXED);
+	out->hca_ops = __atomic_load_n(&o->hca_ops, __ATOMIC_RELAXED);
+	out->hca_bytes = __atomic_load_n(&o->hca_bytes, __ATOMIC_RELAXED);
+	return COOP_SUCCESS;
+}
+
+int coop_get_offload_load(coop_context_t *ctx, coop_offload_load_t *out)
+{
+	COOP_LOCKED(ctx, get_offload_load_locked(ctx, out));
+}
+
 static int get_stats_locked(coop_context_t *ctx, coop_stats_t *out)
 {
 	if (!ctx || !out)

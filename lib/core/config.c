@@ -13,13 +13,14 @@
 
 #include "coopmpi.h"
 #include "config.h"
+#include "provider.h"
 
 #define KIB (1ULL << 10)
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)
 #define TIB (1ULL << 40)
 
-enum cfg_type { CFG_SIZE, CFG_UINT, CFG_MS, CFG_RATIO, CFG_ENUM };
+enum cfg_type { CFG_SIZE, CFG_UINT, CFG_MS, CFG_RATIO, CFG_ENUM, CFG_TEXT };
 
 /* An enumerated setting's words and the value each one stores. */
 struct cfg_word {
@@ -68,6 +69,15 @@ static const struct cfg_word progress_words[] = {
 /* a CFG_UINT's words beside its numbers */
 static const struct cfg_word cpu_words[] = {
 	{ "none", (int)COOP_CPU_NONE }, { NULL, 0 },
+};
+
+static const struct cfg_word engine_words[] = {
+	{ "dma", COOP_ENGINE_PROVIDER }, { "hca", COOP_ENGINE_HCA },
+	{ NULL, 0 },
+};
+
+static const struct cfg_word gid_words[] = {
+	{ "auto", (int)COOP_GID_AUTO }, { NULL, 0 },
 };
 
 static const struct cfg_word provider_words[] = {
@@ -124,6 +134,20 @@ static const struct cfg_entry table[] = {
 	  "the offload engine counts as busy while the node has this many "
 	  "bytes in flight on it (offload counters): no new striped or "
 	  "offloaded transfer then (0: never busy)" },
+	{ "COOP_ENGINE", CFG_ENUM, FIELD(engine), "dma", 0, 0, engine_words, 1,
+	  "the offload engine (COOP_RNDV=dma/stripe, COOP_OFFLOAD, auto "
+	  "mode's striping, COOP_XFER_ENGINE): dma (the provider's own: the "
+	  "coopmpi driver's DMA channel; the shm provider has none) or hca "
+	  "(RDMA loopback through the node's RDMA adapter with libibverbs, "
+	  "with either provider: pins the buffers it moves, so RLIMIT_MEMLOCK "
+	  "must allow them; not for COOP_INIT_DYNAMIC endpoints)" },
+	{ "COOP_HCA_DEVICE", CFG_TEXT, FIELD(hca_device), "", 0, 0, NULL, 0,
+	  "COOP_ENGINE=hca: the RDMA device (e.g. mlx5_0, rxe0); unset: the "
+	  "first one with an active port" },
+	{ "COOP_HCA_GID", CFG_UINT, FIELD(hca_gid), "auto", 0, 1023,
+	  gid_words, 0,
+	  "COOP_ENGINE=hca on RoCE: the port's GID index; auto: its first "
+	  "RoCE v2 GID with an IPv4 address, else its first" },
 	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
 	  "off: never copy across processes in one step, pipeline large "
 	  "messages through bounce buffers; auto: probe at connect (shm "
@@ -231,6 +255,11 @@ static int parse(const struct cfg_entry *e, const char *s,
 		return parse_ratio(s, (double *)field);
 	case CFG_ENUM:
 		return parse_word(e->words, s, (int *)field);
+	case CFG_TEXT:
+		if (strlen(s) >= COOP_CFG_TEXT_MAX)
+			return -1;
+		strcpy(field, s);
+		return 0;
 	default:
 		break;
 	}
@@ -303,6 +332,9 @@ static void value_text(const struct cfg_entry *e,
 				break;
 		snprintf(buf, len, "%s", w->word ? w->word : "?");
 		break;
+	case CFG_TEXT:
+		snprintf(buf, len, "%s", field);
+		break;
 	}
 }
 
@@ -315,6 +347,10 @@ static void range_text(const struct cfg_entry *e, char *buf, size_t len)
 	switch (e->type) {
 	case CFG_RATIO:
 		snprintf(buf, len, "a number >= 0, or unset");
+		return;
+	case CFG_TEXT:
+		snprintf(buf, len, "a name of < %d characters, or unset",
+			 COOP_CFG_TEXT_MAX);
 		return;
 	case CFG_ENUM:
 		buf[0] = 0;

@@ -27,6 +27,10 @@ enum coop_progress_mode {
 
 /* COOP_PROGRESS_CPU's "none" */
 #define COOP_CPU_NONE	(~0u)
+/* COOP_HCA_GID's "auto" */
+#define COOP_GID_AUTO	(~0u)
+/* room of a text setting, with its NUL */
+#define COOP_CFG_TEXT_MAX 64
 
 enum coop_provider_choice {
 	COOP_PROVIDER_ANY,
@@ -43,6 +47,9 @@ struct coop_config {
 	int rndv;		/* COOP_RNDV: enum coop_rndv_mode */
 	int cma_off;		/* COOP_CMA=off */
 	int offload;		/* COOP_OFFLOAD */
+	int engine;		/* COOP_ENGINE: enum coop_engine_choice */
+	char hca_device[COOP_CFG_TEXT_MAX];	/* COOP_HCA_DEVICE */
+	unsigned hca_gid;	/* COOP_HCA_GID, COOP_GID_AUTO */
 	double stripe_ratio;	/* COOP_STRIPE_RATIO, < 0: measure it */
 	size_t stripe_min;	/* COOP_STRIPE_MIN */
 	size_t offload_busy;	/* COOP_OFFLOAD_BUSY */

@@ -51,6 +51,10 @@ static int open_provider(struct coop_context *ctx, int dynamic)
 			  (dynamic ? COOP_PROV_DYNAMIC : 0);
 	ctx->prov.ring_slots = cfg->ring_slots;
 	ctx->prov.verbose = cfg->verbose;
+	ctx->prov.engine_want = (unsigned)cfg->engine;
+	ctx->prov.hca_device = cfg->hca_device[0] ? cfg->hca_device : NULL;
+	ctx->prov.hca_gid = cfg->hca_gid == COOP_GID_AUTO ? -1 :
+						     (int)cfg->hca_gid;
 	if (coop_provider_open(&ctx->prov, coop_config_provider(cfg),
 			       ctx->key))
 		return COOP_ERR_PROVIDER;

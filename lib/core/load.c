@@ -96,18 +96,15 @@ void coop_load_precharge(struct coop_context *ctx, int rank, int64_t bytes)
 				   __ATOMIC_RELAXED);
 }
 
-/* Adaptive offload ([Chakraborty18] sec. II-B3): the driver counts the
- * engine's bytes in flight node-wide; from COOP_OFFLOAD_BUSY on, no new
- * transfer is given to the engine, so concurrent ones do not pile onto
- * it. */
+/* Adaptive offload ([Chakraborty18] sec. II-B3): the engine in use
+ * counts its bytes in flight in the domain's offload counters (the
+ * driver dma_bytes, the HCA engine hca_bytes); from COOP_OFFLOAD_BUSY on,
+ * no new transfer is given to the engine, so concurrent ones do not pile
+ * onto it. */
 int coop_load_offload_busy(const struct coop_context *ctx)
 {
-	struct coop_provider *p = (struct coop_provider *)&ctx->prov;
-	struct coopmpi_offload_counters *o;
+	const uint64_t *load = ctx->prov.engine_load;
 
-	if (!ctx->cfg.offload_busy || !p->ops->offload)
-		return 0;
-	o = p->ops->offload(p);
-	return o && __atomic_load_n(&o->dma_bytes, __ATOMIC_RELAXED) >=
-			    ctx->cfg.offload_busy;
+	return ctx->cfg.offload_busy && load &&
+	       __atomic_load_n(load, __ATOMIC_RELAXED) >= ctx->cfg.offload_busy;
 }

@@ -370,10 +370,12 @@ void kmod_dma_close(struct kmod_dma *d)
 int kmod_offload_info(struct coop_provider *p, struct coop_offload_info *info)
 {
 	struct kmod_dma **dp = kmod_ep_dma(p);
+	struct coopmpi_offload_counters *o = p->ops->offload(p);
 	int rc = *dp ? 0 : dma_setup(p, dp);
 
 	if (rc)
 		return rc;
+	p->engine_load = o ? (const uint64_t *)&o->dma_bytes : NULL;	/* the driver's count */
 	info->engine = engine_name((*dp)->info.engine);
 	info->path = (*dp)->uring ? "io_uring" : "ioctl";
 	info->max_inflight = (*dp)->nslots;

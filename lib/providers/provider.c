@@ -4,7 +4,8 @@
  *
  * Preference order: kmod (when /dev/coopmpi exists), then shm.
  * COOP_PROVIDER=kmod|shm forces one (a forced provider that cannot open is
- * an error, not a silent fallback).
+ * an error, not a silent fallback).  COOP_ENGINE=hca then puts the HCA
+ * engine on top of the one opened (an error too when it cannot).
  */
 #include <errno.h>
 #include <string.h>
@@ -31,6 +32,8 @@ static int try_open(struct coop_provider *p,
 
 	p->ops = ops;
 	p->priv = NULL;
+	p->engine = NULL;
+	p->engine_load = NULL;
 	p->caps = 0;	/* not what a provider that failed to open set */
 	rc = ops->open(p, key, p->rank, p->nranks);
 	if (rc) {
@@ -61,8 +64,8 @@ static int open_forced(struct coop_provider *p, const char *name,
 	return rc;
 }
 
-int coop_provider_open(struct coop_provider *p, const char *name,
-		       uint64_t job_key)
+static int open_base(struct coop_provider *p, const char *name,
+		     uint64_t job_key)
 {
 	const char *why;
 	int rc;
@@ -82,5 +85,20 @@ int coop_provider_open(struct coop_provider *p, const char *name,
 	rc = try_open(p, &coop_provider_shm, job_key);
 	if (!rc && p->verbose)
 		coop_log(p->rank, "provider shm (%s)", why);
+	return rc;
+}
+
+int coop_provider_open(struct coop_provider *p, const char *name,
+		       uint64_t job_key)
+{
+	int rc = open_base(p, name, job_key);
+
+	if (rc || p->engine_want != COOP_ENGINE_HCA)
+		return rc;
+	rc = coop_hca_attach(p);
+	if (rc) {
+		p->ops->close(p);
+		p->ops = NULL;
+	}
 	return rc;
 }

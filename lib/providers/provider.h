@@ -159,6 +159,12 @@ struct coop_provider_ops {
  * p->rank and p->nranks; peers connect one by one. */
 #define COOP_PROV_DYNAMIC	(1u << 1)
 
+/* The offload engine asked for (p->engine_want), set before open(). */
+enum coop_engine_choice {
+	COOP_ENGINE_PROVIDER,	/* the provider's own, if any (kmod: DMA) */
+	COOP_ENGINE_HCA,	/* the RDMA adapter's, through libibverbs */
+};
+
 /* What the provider does itself, set by open(). */
 #define COOP_PROV_CAP_KERNEL_TOTALS (1u << 0)	/* copy() charges total_* */
 
@@ -174,6 +180,15 @@ struct coop_provider {
 	unsigned caps;		/* COOP_PROV_CAP_* */
 	unsigned ring_slots;	/* wanted ring size, power of two (shm) */
 	int verbose;		/* log decisions on stderr */
+	/* the offload engine: wanted (set before open) ... */
+	unsigned engine_want;	/* enum coop_engine_choice */
+	const char *hca_device;	/* COOP_ENGINE_HCA: its name, NULL: any */
+	int hca_gid;		/* RoCE GID index, < 0: a routable one */
+	/* ... and in use: the HCA engine's state (prov_hca.c), and the
+	 * node's bytes in flight on the engine (offload counters) once set
+	 * up, else NULL */
+	void *engine;
+	const uint64_t *engine_load;
 };
 
 /*
@@ -195,6 +210,14 @@ int coop_provider_open(struct coop_provider *p, const char *name,
  * more, and the lock is taken again on the one it has now.
  */
 int coop_shm_lock(const char *name);
+
+/*
+ * Put the HCA-loopback engine (prov_hca.c) on top of the open provider
+ * p: it takes over p's offload ops, reg/dereg (a writable region also
+ * gets an HCA key) and address/connect (queue pairs), and close.  0 or
+ * -errno (no usable device, dynamic endpoints: -EOPNOTSUPP), logged.
+ */
+int coop_hca_attach(struct coop_provider *p);
 
 extern const struct coop_provider_ops coop_provider_kmod;
 extern const struct coop_provider_ops coop_provider_shm;

@@ -248,14 +248,72 @@ int t_kmod_provider(void)
 	return !access("/dev/coopmpi", R_OK | W_OK);
 }
 
+int t_engine_hca(void)
+{
+	const char *e = getenv("COOP_ENGINE");
+
+	return e && !strcmp(e, "hca");
+}
+
+/* The sum of the RDMA devices' port counter name. */
+static uint64_t rdma_counter_sum(const char *name)
+{
+	char pat[128], buf[32];
+	uint64_t sum = 0;
+	glob_t g;
+	size_t i;
+
+	snprintf(pat, sizeof(pat),
+		 "/sys/class/infiniband/*/ports/*/hw_counters/%s", name);
+	if (glob(pat, 0, NULL, &g))
+		return 0;
+	for (i = 0; i < g.gl_pathc; i++)
+		if (!read_line(g.gl_pathv[i], buf, sizeof(buf)))
+			sum += strtoull(buf, NULL, 10);
+	globfree(&g);
+	return sum;
+}
+
+uint64_t t_engine_done(void)
+{
+	if (t_engine_hca())
+		return rdma_counter_sum("sent_pkts");
+	return t_sysfs_u64("dma_completed");
+}
+
+uint64_t t_engine_activity(void)
+{
+	if (t_engine_hca())
+		return rdma_counter_sum("sent_pkts");
+	return t_sysfs_u64("dma_ops") + t_sysfs_u64("dma_completed");
+}
+
 int t_engine_present(void)
 {
 	char eng[16];
 
+	if (t_engine_hca())
+		return 1;
 	if (!t_kmod_provider() ||
 	    read_line("/sys/kernel/coopmpi/dma_engine", eng, sizeof(eng)))
 		return 0;
 	return strcmp(eng, "none") != 0;
+}
+
+uint64_t t_offload_bytes(coop_context_t *ctx)
+{
+	coop_offload_load_t o;
+
+	T_OK(coop_get_offload_load(ctx, &o));
+	return o.dma_bytes + o.hca_bytes;
+}
+
+uint64_t t_offload_ops(coop_context_t *ctx)
+{
+	coop_offload_load_t o;
+
+	T_OK(coop_get_offload_load(ctx, &o));
+	return o.dma_ops + o.hca_ops;
 }
 
 void t_barrier(coop_context_t *ctx, int rank, int size)

@@ -73,10 +73,25 @@ int t_deny_syscalls(const int *nr, int n, int err);
 uint64_t t_sysfs_u64(const char *name);
 /* Will the ranks' provider be kmod (COOP_PROVIDER and /dev/coopmpi)? */
 int t_kmod_provider(void);
-/* ... kmod with a DMA engine (/sys/kernel/coopmpi/dma_engine)? */
+/* Will the ranks get the HCA engine (COOP_ENGINE=hca in the
+ * environment: an RDMA device must be there, e.g. scripts/vm/rxe-up)? */
+int t_engine_hca(void);
+/* ... an offload engine at all: the HCA's, or kmod's DMA channel
+ * (/sys/kernel/coopmpi/dma_engine not "none")? */
 int t_engine_present(void);
+/* Work the engine has finished, node-wide, counted by the one who runs
+ * it: the driver's copies (sysfs dma_completed) or the RDMA devices'
+ * sent packets (hw_counters/sent_pkts: at least one per copy). */
+uint64_t t_engine_done(void);
+/* ... that, plus the DMA copies queued or running: grows as soon as the
+ * engine takes a copy. */
+uint64_t t_engine_activity(void);
 
 /* Helpers for rank code */
+/* The domain's offload engines' bytes in flight (DMA + HCA), or 0. */
+uint64_t t_offload_bytes(coop_context_t *ctx);
+/* ... their copies in flight. */
+uint64_t t_offload_ops(coop_context_t *ctx);
 void t_barrier(coop_context_t *ctx, int rank, int size);
 void t_fill(void *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from t_fill(seed), or -1. */

@@ -33,15 +33,14 @@ static void survivors_talk(coop_context_t *ctx, int rank)
 	free(buf);
 }
 
-/* Has any rank a copy assigned (its pending_ops count), or the offload
- * engine one in flight (the driver's dma_ops: not CPU load)? */
+/* Has any rank a copy assigned (its pending_ops count), or an offload
+ * engine one in flight (the offload counters: not CPU load)? */
 static int any_copy_assigned(coop_context_t *ctx, int size)
 {
-	uint64_t dma = t_sysfs_u64("dma_ops");
 	coop_load_t l;
 	int i;
 
-	if (dma && dma != UINT64_MAX)
+	if (t_offload_ops(ctx))
 		return 1;
 	for (i = 0; i < size; i++) {
 		T_OK(coop_get_load(ctx, i, &l));
