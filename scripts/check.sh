@@ -127,6 +127,8 @@ stage kmod-vm vm tests/kmod/test_kmod
 # dma=auto above ran the DMA suite on the soft engine; now the dmaengine
 # path (test provider module) and dma=off.
 stage kmod-dma-vm scripts/vm-dma-tests.sh hw off
+# the HCA-loopback engine over Soft-RoCE, under both providers
+stage hca-vm scripts/vm-hca-tests.sh
 # on the driver with manual progress: debug-lib below, on the debug kernel
 stage lib-vm-progress vm env COOP_PROVIDER=kmod COOP_PROGRESS=thread-sleep \
 	tests/lib/test_lib

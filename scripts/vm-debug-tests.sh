@@ -8,6 +8,8 @@
 #   dma-hw    its DMA suite on the dmaengine path (the test-only provider
 #             tests/dmatest/coopmpi_dmatest.ko)
 #   lib       the library suite on the driver (COOP_PROVIDER=kmod)
+#   hca       the HCA engine's case over Soft-RoCE (rxe built in), on the
+#             driver (scripts/vm-hca-tests.sh kmod, case hca)
 #   canaries  the kernel's own leaking and out-of-bounds test modules
 #             (kmemleak-test.ko, kasan_test_module.ko): each run must
 #             fail with its report, or the stage could not see one
@@ -16,7 +18,7 @@
 # KASAN, lockdep, UBSAN, KFENCE, a sleep in atomic context, list
 # corruption, WARN) and on what kmemleak finds after the modules are
 # removed.
-# usage: scripts/vm-debug-tests.sh [kmod|dma-hw|lib|canaries ...]
+# usage: scripts/vm-debug-tests.sh [kmod|dma-hw|lib|hca|canaries ...]
 #        (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -67,7 +69,7 @@ canaries() {
 }
 
 runs=("$@")
-((${#runs[@]})) || runs=(canaries kmod dma-hw lib)
+((${#runs[@]})) || runs=(canaries kmod dma-hw lib hca)
 rc=0
 for r in "${runs[@]}"; do
 	printf '\n==== debug-%s ====\n' "$r"
@@ -87,11 +89,16 @@ for r in "${runs[@]}"; do
 		vm --module "$mods/kmod/coopmpi.ko" -- \
 			env COOP_PROVIDER=kmod tests/lib/test_lib
 		;;
+	hca)
+		COOP_VM_KERNEL_DIR=$kdir COOP_VM_TIMEOUT=2400 \
+			COOP_HCA_KMOD=$mods/kmod/coopmpi.ko COOP_HCA_CASES=hca \
+			scripts/vm-hca-tests.sh kmod
+		;;
 	canaries)
 		canaries
 		;;
 	*)
-		echo "vm-debug-tests: unknown run '$r' (kmod, dma-hw, lib or canaries)" >&2
+		echo "vm-debug-tests: unknown run '$r' (kmod, dma-hw, lib, hca or canaries)" >&2
 		exit 2
 		;;
 	esac

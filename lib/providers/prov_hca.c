@@ -143,7 +143,7 @@ static int open_device(struct hca *h, const char *name)
 
 	h->list = ibv_get_device_list(&n);
 	if (!h->list)
-		return -errno ? -errno : -ENODEV;
+		return -ENODEV;	/* no device, or no kernel support at all */
 	for (i = 0; i < n && !h->dev; i++) {
 		if (name && *name && strcmp(ibv_get_device_name(h->list[i]),
 					    name))
@@ -871,12 +871,15 @@ int coop_hca_attach(struct coop_provider *p)
 	h->verbose = p->verbose;
 	rc = setup(h, p);
 	if (rc) {
-		coop_log(p->rank, "COOP_ENGINE=hca: %s%s%s: %s",
-			 h->dev ? "cannot set up " : "no RDMA device with an "
-			 "active port", h->dev ?
-			 ibv_get_device_name(h->dev->device) : "",
-			 p->hca_device && *p->hca_device ? " (COOP_HCA_DEVICE)"
-							 : "", strerror(-rc));
+		if (h->dev)
+			coop_log(p->rank, "COOP_ENGINE=hca: cannot set up %s: %s",
+				 ibv_get_device_name(h->dev->device),
+				 strerror(-rc));
+		else
+			coop_log(p->rank, "COOP_ENGINE=hca: no RDMA device%s%s%s "
+				 "with an active port", p->hca_device ? " \"" :
+				 "", p->hca_device ? p->hca_device : "",
+				 p->hca_device ? "\" (COOP_HCA_DEVICE)" : "");
 		hca_free(h);
 		return rc;
 	}

@@ -48,6 +48,11 @@ static const char *const bad_env[][2] = {
 	{ "COOP_VERBOSE", "yes" },
 	{ "COOP_CMA", "maybe" },
 	{ "COOP_OFFLOAD", "2" },
+	{ "COOP_ENGINE", "ioat" },
+	{ "COOP_HCA_GID", "1024" },
+	{ "COOP_HCA_GID", "first" },
+	{ "COOP_HCA_DEVICE",
+	  "a-device-name-longer-than-the-sixty-three-characters-it-may-have" },
 };
 
 /* The settings table: every variable printed as NAME=value with the value

@@ -645,7 +645,8 @@ static void eng_put(coop_context_t *ctx, const struct eng_outcome *o,
 						     COOP_PROTOCOL_STRIPE;
 
 	T_ASSERT(coop_xfer_engine(ctx, &name) == 1 && name &&
-		 (!strcmp(name, "hw") || !strcmp(name, "soft")),
+		 (!strcmp(name, "hw") || !strcmp(name, "soft") ||
+		  !strcmp(name, "hca")),
 		 "the engine: %s", name ? name : "(null)");
 	T_ASSERT(coop_xfer_engine(ctx, NULL) == 1, "asked again");
 	T_OK(coop_reset_stats(ctx));
@@ -777,12 +778,12 @@ START_TEST(test_xfer_engine)
 	fprintf(stderr, "xfer: %s, %s\n", c->name,
 		o->engine ? "offload engine" : "no engine: refused");
 	if (o->engine)
-		before = t_sysfs_u64("dma_completed");
+		before = t_engine_done();
 	ck_assert_int_eq(run_ranks(2, c->env, eng_rank, o, 120, NULL), 0);
 	if (o->engine && c->ratio != 0) {	/* R = 0: the CPU alone */
-		after = t_sysfs_u64("dma_completed");
+		after = t_engine_done();
 		ck_assert_msg(before != UINT64_MAX && after - before >=
-			      (uint64_t)jobs, "dma_completed grew by %llu, "
+			      (uint64_t)jobs, "the engine's work grew by %llu, "
 			      "%d jobs", (unsigned long long)(after - before),
 			      jobs);
 	}
@@ -823,8 +824,30 @@ START_TEST(test_xfer)
 }
 END_TEST
 
+/* COOP_ENGINE=hca: dynamic endpoints are refused (t_hca.c) */
+static int dynamic_refused_rank(coop_context_t *ctx, int rank, int size,
+				void *arg)
+{
+	coop_init_params_t p = { .size = sizeof(p),
+				 .flags = COOP_INIT_DYNAMIC,
+				 .job_key = dyn_key() };
+	coop_context_t *d;
+
+	(void)ctx;
+	(void)rank;
+	(void)size;
+	(void)arg;
+	T_ASSERT(coop_init(&p, &d) == COOP_ERR_PROVIDER, "dynamic + hca");
+	return 0;
+}
+
 START_TEST(test_dynamic)
 {
+	if (t_engine_hca()) {
+		ck_assert_int_eq(run_ranks(1, NULL, dynamic_refused_rank, NULL,
+					   60, NULL), 0);
+		return;
+	}
 	ck_assert_int_eq(run_ranks(dynamic_cases[_i].ranks, NULL,
 				   dynamic_cases[_i].fn, NULL, 60, NULL), 0);
 }

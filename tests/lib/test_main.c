@@ -30,6 +30,7 @@ int main(void)
 	suite_add_tcase(s, tc_fault());
 	suite_add_tcase(s, tc_hostile());
 	suite_add_tcase(s, tc_dma());
+	suite_add_tcase(s, tc_hca());
 	suite_add_tcase(s, tc_sleep());
 	suite_add_tcase(s, tc_select());
 	suite_add_tcase(s, tc_xfer());

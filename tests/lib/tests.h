@@ -14,6 +14,7 @@ TCase *tc_random(void);
 TCase *tc_fault(void);
 TCase *tc_hostile(void);
 TCase *tc_dma(void);
+TCase *tc_hca(void);
 TCase *tc_sleep(void);
 TCase *tc_select(void);
 TCase *tc_xfer(void);
