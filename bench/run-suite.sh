@@ -230,7 +230,7 @@ plan_full() {
 	done
 	if [[ $vm_on != 0 ]]; then
 		add vm-soft @vm soft "" "" 1 vm soft lib dma stripe ucx
-		add vm-hw @vm hw "" "" 1 vm hw dma stripe
+		add vm-hw @vm hw "" "" 1 vm hw dma stripe hca
 	fi
 }
 

@@ -9,6 +9,9 @@
 #   stripe bench/bw on the kmod provider, one message at a time: offload
 #          striping (COOP_RNDV=stripe, ratio measured) vs. the CPU alone
 #          (rput) and the engine alone (dma)
+#   hca    the HCA-loopback engine (COOP_ENGINE=hca) over Soft-RoCE in
+#          the same way, series hca-rput/hca-stripe/hca-dma (the VM must
+#          have rdma_rxe: bench/lib/run.sh loads it in the hw VM)
 #   patterns  bench/bin/patterns and bench/bin/stencil, 4 ranks, kmod
 #          provider, every protocol of run-suite.sh patterns (boot the VM
 #          with --smp 4: a CPU per rank)
@@ -116,6 +119,17 @@ for mode in "$@"; do
 			# shellcheck disable=SC2086
 			one "vm-stripe-${dma_tag#dma-}-$proto" vm_stripe "${dma_tag#dma-}-$proto" 1 "$sizes" \
 				env COOP_VERBOSE=1 COOP_PROVIDER=kmod COOP_RNDV="$proto" \
+				scripts/cooprun -n 2 -t 300 bench/bw -i 4 -r 3 -w 1 $sizes
+		done
+		;;
+	hca)
+		sizes="1048576 4194304 16777216"
+		scripts/vm/rxe-up || { failed=$((failed + 1)); continue; }
+		for proto in rput stripe dma; do
+			# shellcheck disable=SC2086
+			one "vm-stripe-hca-$proto" vm_stripe "hca-$proto" 1 "$sizes" \
+				env COOP_VERBOSE=1 COOP_PROVIDER=kmod COOP_ENGINE=hca \
+				COOP_RNDV="$proto" \
 				scripts/cooprun -n 2 -t 300 bench/bw -i 4 -r 3 -w 1 $sizes
 		done
 		;;

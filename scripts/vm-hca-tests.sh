@@ -12,10 +12,10 @@
 # killed mid-transfer, for each protocol), select (an RPUT cell
 # stripes), xfer (COOP_XFER_ENGINE/STRIPE jobs; dynamic endpoints are
 # refused).  Debian's kernel has rdma_rxe, veth and crc32_generic as
-# modules: they are loaded with their dependencies (modprobe
-# --show-depends).  A kernel of scripts/vm/debug-kernel has them built in
-# (COOP_VM_KERNEL_DIR; coopmpi.ko must then be built against it:
-# COOP_HCA_KMOD=<its coopmpi.ko>).
+# modules: scripts/vm/rxe-modules loads them.  A kernel of
+# scripts/vm/debug-kernel has them built in (COOP_VM_KERNEL_DIR;
+# coopmpi.ko must then be built against it: COOP_HCA_KMOD=<its
+# coopmpi.ko>).
 #
 # usage: scripts/vm-hca-tests.sh [shm|kmod ...]   (default: both)
 #        COOP_HCA_CASES="hca dma ..." narrows the cases.
@@ -25,34 +25,9 @@ cd "$(dirname "$0")/.." || exit 1
 
 make -s -C kmod && make -s -C lib && make -s -C tests/lib || exit 1
 
-# The VM's kernel version, as scripts/vm/run picks it.
-vm_kernel() {
-	if [[ -n ${COOP_VM_KERNEL:-} ]]; then
-		echo "$COOP_VM_KERNEL"
-		return
-	fi
-	for d in /lib/modules/*/; do
-		v=$(basename "$d")
-		[[ -r /boot/vmlinuz-$v && -e $d/build/Makefile ]] && echo "$v"
-	done | sort -V | tail -n 1
-}
-
-# --extra-module arguments for Soft-RoCE on kernel $1, in load order.
-rxe_modules() {
-	local m ko
-	for m in crc32_generic veth rdma_rxe; do
-		modprobe --show-depends -S "$1" "$m" || return 1
-	done | while read -r what ko _; do
-		[[ $what == insmod ]] && printf -- '--extra-module\n%s\n' "$ko"
-	done
-}
-
+rxe=$(scripts/vm/rxe-modules) || exit 1
 extra=()
-if [[ -z ${COOP_VM_KERNEL_DIR:-} ]]; then
-	kver=$(vm_kernel)
-	mapfile -t extra < <(rxe_modules "$kver")
-	((${#extra[@]})) || { echo "vm-hca-tests: no rdma_rxe for $kver" >&2; exit 1; }
-fi
+[[ -z $rxe ]] || mapfile -t extra <<<"$rxe"
 kmod=${COOP_HCA_KMOD:-kmod/coopmpi.ko}
 cases=${COOP_HCA_CASES:-hca dma fault select xfer}
 

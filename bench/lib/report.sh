@@ -378,16 +378,24 @@ full_dma() {
 full_stripe() {
 	local e s
 	echo
-	echo "Offload striping (bw, one message at a time, kmod): MB/s of the CPU alone (rput), CPU + engine (stripe), the engine alone (dma):"
+	echo "Offload striping (bw, one message at a time, kmod): MB/s of the CPU alone (rput), CPU + engine (stripe), the engine alone (dma); engines: the driver's DMA channel (soft: its kernel threads, hw: the dmaengine path on the test provider) and the HCA loopback over Soft-RoCE (hca, in the hw VM):"
 	echo
 	table vm_stripe 1 "%.0f" 1048576 4194304 16777216
 	echo
 	echo "| engine | size | stripe/rput | stripe/dma |"
 	echo "|---|---:|---:|---:|"
-	for e in soft hw; do
+	for e in soft hw hca; do
 		for s in 1048576 16777216; do
 			echo "| $e | $(human "$s") | $(ratio vm_stripe "$e-stripe" vm_stripe "$e-rput" "$s") | $(ratio vm_stripe "$e-stripe" vm_stripe "$e-dma" "$s") |"
 		done
+	done
+	echo
+	echo "The HCA engine next to the DMA channel (same VM: hca-dma / hw-dma, MB/s ratio):"
+	echo
+	echo "| size | hca/hw engine alone | hca/hw striped |"
+	echo "|---:|---:|---:|"
+	for s in 1048576 4194304 16777216; do
+		echo "| $(human "$s") | $(ratio vm_stripe hca-dma vm_stripe hw-dma "$s") | $(ratio vm_stripe hca-stripe vm_stripe hw-stripe "$s") |"
 	done
 }
 

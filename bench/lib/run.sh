@@ -87,8 +87,9 @@ vm() {
 	local engine=$1 args
 	shift
 	mkdir -p "$out/vm-$engine"
-	if [[ $engine == hw ]]; then
-		args=(--extra-module tests/dmatest/coopmpi_dmatest.ko
+	if [[ $engine == hw ]]; then	# + Soft-RoCE for mode hca
+		mapfile -t args < <(scripts/vm/rxe-modules)
+		args+=(--extra-module tests/dmatest/coopmpi_dmatest.ko
 			--module kmod/coopmpi.ko --modparams dma=hw)
 	else
 		args=(--module kmod/coopmpi.ko --modparams dma=soft)

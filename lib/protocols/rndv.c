@@ -281,10 +281,15 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 	rc = start_proto(r, m, proto, split);
 	if (rc < 0)
 		rc = start_proto(r, m, fallback(proto, split), split);
-	if (rc)
-		coop_req_fail(r, rc);
-	else
+	if (!rc) {
 		coop_req_event(r, EV_MATCH);
+		return;
+	}
+	/* e.g. the buffer cannot be registered: the sender waits for our
+	 * answer, so it gets this one */
+	coop_proto_send_fin(ctx, m->src, r->rid, rc, m->len, r->status.tag,
+			    0, 0);
+	coop_req_fail(r, rc);
 }
 
 /* ---------------- sender ---------------- */

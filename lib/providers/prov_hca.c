@@ -717,16 +717,19 @@ static int hca_put_locked(struct hca *h, int peer, const void *local,
 	}
 	w.wr[w.n - 1].wr_id |= 1;	/* the last one */
 	w.wr[w.n - 1].send_flags = IBV_SEND_SIGNALED;
+	op->bytes = len;
+	/* counted first: a software device may move it all in the call */
+	count_op(h, op, 1);
 	rc = -ibv_post_send(pe->qp, &w.wr[0], &bad);
-	if (rc)
+	if (rc) {
+		count_op(h, op, -1);
 		goto fail;
+	}
 	h->nfree--;
 	op->tag = tag;
-	op->bytes = len;
 	op->peer = peer;
 	op->nwr = (uint8_t)nwr;
 	pe->wrs += (unsigned)nwr;
-	count_op(h, op, 1);
 	return 0;
 fail:
 	if (op->mr)

@@ -16,6 +16,10 @@
  *   table mapped read-only through /proc/<pid>/fd; lookups in a table
  *   its owner scribbled end (every entry LIVE with other cookies, a
  *   sequence count left odd) with -ENOENT / -EAGAIN;
+ * - pinned memory refused (RLIMIT_MEMLOCK of 2 MiB, CAP_IPC_LOCK
+ *   dropped): a 4 MiB receive fails with COOP_ERR_NOMEM, its sender with
+ *   an error instead of waiting for good, and a 1 MiB message goes
+ *   through afterwards;
  * - keys the engine must refuse: a cookie the peer never registered, a
  *   region the peer deregistered (the CPU path of the shm provider would
  *   still write there: the HCA checks its own keys): the job fails with
@@ -29,7 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "coopmpi_xfer.h"
 #include "harness.h"
@@ -40,6 +47,7 @@
 #define LEN ((size_t)1 << 20)
 #define BIG ((size_t)4 << 20)
 #define NBIG 4
+#define COOP_MAX_U64(a, b) ((a) > (b) ? (a) : (b))
 
 /* Is there an RDMA device at all (sysfs)? */
 static int rdma_device_present(void)
@@ -158,6 +166,10 @@ struct seen {
 	coop_offload_load_t after;
 };
 
+struct seen2 {
+	struct seen by[2];	/* what each rank saw */
+};
+
 /* hca_ops in the driver's file of the domains (kmod), 0 without. */
 static uint64_t sysfs_hca_ops(void)
 {
@@ -194,11 +206,14 @@ static void sample(coop_context_t *ctx, struct seen *s)
 		s->sysfs_hca_ops = o.hca_ops;
 }
 
+/* Both ranks sample while the copies run: a software device may do a
+ * copy within the sender's post, so that only the other rank sees it. */
 static int counters_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	struct seen *s = arg;
+	struct seen *s = &((struct seen2 *)arg)->by[rank];
 	char *buf = malloc(NBIG * BIG);
 	coop_request_t *r[NBIG];
+	coop_status_t st[NBIG];
 	int i, done = 0;
 
 	for (i = 0; rank == 1 && i < NBIG; i++)
@@ -209,10 +224,12 @@ static int counters_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_isend(ctx, buf + i * BIG, BIG, 1, i, COMM, 0, &r[i]));
 	}
 	while (!done) {
-		T_OK(coop_testall(NBIG, r, &done, COOP_STATUSES_IGNORE));
-		if (rank == 0)
-			sample(ctx, s);
+		T_OK(coop_testall(NBIG, r, &done, st));
+		sample(ctx, s);
 	}
+	for (i = 0; i < NBIG; i++)
+		T_ASSERT(st[i].protocol == COOP_PROTOCOL_DMA, "message %d: "
+			 "protocol %d", i, st[i].protocol);
 	for (i = 0; rank == 1 && i < NBIG; i++)
 		T_ASSERT(t_check(buf + i * BIG, BIG, (uint32_t)i) < 0,
 			 "message %d", i);
@@ -226,6 +243,7 @@ static int counters_rank(coop_context_t *ctx, int rank, int size, void *arg)
 START_TEST(test_hca_counters)
 {
 	static const char *const env[] = { "COOP_RNDV=dma", NULL };
+	struct seen2 *both;
 	struct seen *s;
 
 	if (!t_engine_hca()) {
@@ -233,8 +251,15 @@ START_TEST(test_hca_counters)
 			"skipped\n");
 		return;
 	}
-	s = shared_alloc(sizeof(*s));
-	ck_assert_int_eq(run_ranks(2, env, counters_rank, s, 120, NULL), 0);
+	both = shared_alloc(sizeof(*both));
+	ck_assert_int_eq(run_ranks(2, env, counters_rank, both, 120, NULL),
+			 0);
+	s = &both->by[0];
+	s->hca_ops = COOP_MAX_U64(s->hca_ops, both->by[1].hca_ops);
+	s->hca_bytes = COOP_MAX_U64(s->hca_bytes, both->by[1].hca_bytes);
+	s->dma_ops = COOP_MAX_U64(s->dma_ops, both->by[1].dma_ops);
+	s->sysfs_hca_ops = COOP_MAX_U64(s->sysfs_hca_ops,
+					both->by[1].sysfs_hca_ops);
 	fprintf(stderr, "hca counters: up to %lu ops, %lu bytes in flight "
 		"(sysfs %lu); after: %lu, %lu\n", s->hca_ops, s->hca_bytes,
 		s->sysfs_hca_ops, s->after.hca_ops, s->after.hca_bytes);
@@ -247,7 +272,7 @@ START_TEST(test_hca_counters)
 	ck_assert_msg(!s->dma_ops && !s->after.dma_bytes, "DMA counted");
 	if (t_kmod_provider())
 		ck_assert_msg(s->sysfs_hca_ops >= 1, "sysfs hca_ops");
-	shared_free(s, sizeof(*s));
+	shared_free(both, sizeof(*both));
 }
 END_TEST
 
@@ -331,6 +356,71 @@ START_TEST(test_hca_bad_keys)
 }
 END_TEST
 
+/* ---------------- pinned memory refused ---------------- */
+
+/* This process and its children without CAP_IPC_LOCK, pinning at most
+ * bytes: 0 or -1. */
+static int limit_pinning(rlim_t bytes)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	struct rlimit rl = { bytes, bytes };
+	unsigned bit = 1u << (CAP_IPC_LOCK % 32);
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_IPC_LOCK / 32].effective &= ~bit;
+	d[CAP_IPC_LOCK / 32].permitted &= ~bit;
+	d[CAP_IPC_LOCK / 32].inheritable &= ~bit;
+	if (syscall(SYS_capset, &h, d))
+		return -1;
+	return setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
+static int memlock_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	size_t big = (size_t)4 << 20, small = (size_t)1 << 20;
+	char *buf = malloc(big);
+	int rc;
+
+	(void)arg;
+	t_fill(buf, big, 3);
+	if (rank == 0) {
+		rc = coop_send(ctx, buf, big, 1, 1, COMM, 0);
+		T_ASSERT(rc != COOP_SUCCESS, "4 MiB send: no error");
+		fprintf(stderr, "hca memlock: the sender got %s\n",
+			coop_strerror(rc));
+	} else {
+		rc = coop_recv(ctx, buf, big, 0, 1, COMM, 0, NULL);
+		T_ASSERT(rc == COOP_ERR_NOMEM, "4 MiB receive: %s",
+			 coop_strerror(rc));
+	}
+	t_barrier(ctx, rank, size);
+	if (rank == 0)
+		T_OK(coop_send(ctx, buf, small, 1, 2, COMM, 0));
+	else {
+		memset(buf, 0, small);
+		T_OK(coop_recv(ctx, buf, small, 0, 2, COMM, 0, NULL));
+		T_ASSERT(t_check(buf, small, 3) < 0, "1 MiB data");
+	}
+	free(buf);
+	return 0;
+}
+
+START_TEST(test_hca_memlock)
+{
+	static const char *const env[] = { "COOP_RNDV=dma", NULL };
+
+	if (!t_engine_hca()) {
+		fprintf(stderr, "hca memlock: COOP_ENGINE is not hca: "
+			"skipped\n");
+		return;
+	}
+	ck_assert_int_eq(limit_pinning((rlim_t)2 << 20), 0);
+	ck_assert_int_eq(run_ranks(2, env, memlock_rank, NULL, 60, NULL), 0);
+}
+END_TEST
+
 TCase *tc_hca(void)
 {
 	TCase *tc = tcase_create("hca");
@@ -339,5 +429,6 @@ TCase *tc_hca(void)
 	tcase_add_test(tc, test_hca_setup_refused);
 	tcase_add_test(tc, test_hca_counters);
 	tcase_add_test(tc, test_hca_bad_keys);
+	tcase_add_test(tc, test_hca_memlock);
 	return tc;
 }
