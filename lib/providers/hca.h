@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * hca.h - the HCA-loopback engine's state, shared by its set-up
+ * (prov_hca.c: device, queue pairs, addresses) and its work (hca_engine.c:
+ * regions and copies).  See prov_hca.c for how it works.
+ */
+#ifndef COOP_HCA_H
+#define COOP_HCA_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+#include "hca_table.h"
+#include "provider.h"
+
+#define HCA_QP_WRS	64		/* work requests in flight per QP */
+#define HCA_MAX_OPS	256		/* puts in flight */
+#define HCA_MAX_LENGTH	(1ULL << 30)	/* of one put */
+#define HCA_REG_BUCKETS	1024
+
+/* One registration through reg(): the HCA's part of a writable one. */
+struct hca_reg {
+	struct hca_reg *next;
+	uint64_t cookie;
+	uint64_t len;
+	struct ibv_mr *mr;	/* NULL: not writable, nothing with the HCA */
+	int slot;		/* in our table */
+};
+
+enum { PEER_NONE, PEER_READY, PEER_BROKEN };
+
+struct hca_peer {
+	struct ibv_qp *qp;	/* ours, for this peer */
+	uint32_t psn;
+	struct hca_table table;	/* the peer's (ours for ourselves) */
+	unsigned wrs;		/* work requests in flight on qp */
+	int state;
+};
+
+struct hca_op {
+	uint64_t tag;
+	uint64_t bytes;
+	struct ibv_mr *mr;	/* the local source */
+	int peer;
+	uint8_t nwr;
+	uint8_t reported;	/* its offload_done went out (an error) */
+};
+
+struct hca {
+	struct coop_provider_ops ops;	/* the base's, ours on top */
+	const struct coop_provider_ops *base;
+	pthread_mutex_t lock;
+	struct ibv_device **list;
+	struct ibv_context *dev;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct hca_table own;
+	struct hca_table_hdr addr;	/* our port's address */
+	int gid_index;
+	int soft;		/* rxe/siw: the node's CPUs do the copies */
+	int rank;
+	int nranks;
+	char path[64];
+	struct hca_peer *peers;
+	struct hca_op op[HCA_MAX_OPS];
+	uint32_t freel[HCA_MAX_OPS];
+	uint32_t nfree;
+	uint8_t (*notes)[COOP_OFFLOAD_NOTIFY_SIZE];	/* one per op */
+	struct ibv_mr *notes_mr;
+	struct hca_reg *regs[HCA_REG_BUCKETS];
+	struct coopmpi_offload_counters *cnt;
+	uint64_t max_length;
+	int verbose;
+};
+
+static inline struct hca *hca_of(const struct coop_provider *p)
+{
+	return p->engine;
+}
+
+/* hca_engine.c: the provider ops it takes over for regions and copies */
+int hca_reg(struct coop_provider *p, void *addr, size_t len,
+	    unsigned int access, struct coop_rkey *key);
+int hca_dereg(struct coop_provider *p, const struct coop_rkey *key);
+int hca_offload_info(struct coop_provider *p, struct coop_offload_info *info);
+int hca_offload_put(struct coop_provider *p, int peer, const void *local,
+		    size_t len, const struct coop_rkey *dst, uint64_t dst_off,
+		    const struct coop_rkey *notify, uint64_t notify_off,
+		    const void *notify16, uint64_t tag);
+int hca_offload_poll(struct coop_provider *p, struct coop_offload_done *out,
+		     int max);
+/* ... and what tear-down needs: every registration dropped; the counters
+ * and source registrations of the puts still in flight given back (their
+ * queue pairs are gone) */
+void hca_free_regs(struct hca *h);
+void hca_drop_ops(struct hca *h);
+
+#endif
