@@ -57,6 +57,7 @@ struct hca {
 	struct hca_table own;
 	struct hca_table_hdr addr;	/* our port's address */
 	int gid_index;
+	uint8_t rd_atom;	/* reads in flight per queue pair */
 	int soft;		/* rxe/siw: the node's CPUs do the copies */
 	int rank;
 	int nranks;

@@ -26,8 +26,9 @@ _Static_assert(HCA_REG_BUCKETS == 1 << 10, "reg_bucket takes 10 bits");
 /* The HCA's part of a writable region: its key in our table. */
 static int reg_writable(struct hca *h, struct hca_reg *g, void *addr)
 {
-	g->mr = ibv_reg_mr(h->pd, addr, g->len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	/* remote read: the flush of add_flush() reads back what was put */
+	g->mr = ibv_reg_mr(h->pd, addr, g->len, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!g->mr) {
 		int e = errno ? errno : ENOMEM;
 
@@ -163,19 +164,38 @@ struct put_wrs {
 	int n;
 };
 
-static void wr_add(struct put_wrs *w, uint32_t opi, uint64_t addr,
-		   uint32_t len, uint32_t lkey)
+static void wr_add(struct put_wrs *w, uint32_t opi, enum ibv_wr_opcode opcode,
+		   uint64_t addr, uint32_t len, uint32_t lkey)
 {
 	struct ibv_send_wr *wr = &w->wr[w->n];
 
 	w->sge[w->n] = (struct ibv_sge){ addr, len, lkey };
 	wr->sg_list = &w->sge[w->n];
 	wr->num_sge = 1;
-	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->opcode = opcode;
 	wr->wr_id = (uint64_t)opi << 1;
 	if (w->n)
 		w->wr[w->n - 1].next = wr;
 	w->n++;
+}
+
+/*
+ * A put without a notification ends with a read of its last bytes: the
+ * responder answers a read only after the writes before it on the queue
+ * pair are in memory (an RDMA WRITE's acknowledgment alone says they
+ * reached the adapter), so the completion means "placed", and a peer
+ * told by a message (a FIN, a coopmpi_xfer.h job's caller) reads them.
+ */
+static void add_flush(struct hca *h, struct put_wrs *w, uint32_t opi,
+		      size_t len)
+{
+	struct ibv_send_wr *write = &w->wr[0];
+	uint32_t n = (uint32_t)COOP_MIN(len, (size_t)8);
+
+	wr_add(w, opi, IBV_WR_RDMA_READ, (uintptr_t)h->notes[opi], n,
+	       h->notes_mr->lkey);
+	w->wr[1].wr.rdma.remote_addr = write->wr.rdma.remote_addr + len - n;
+	w->wr[1].wr.rdma.rkey = write->wr.rdma.rkey;
 }
 
 static int hca_put_locked(struct hca *h, int peer, const void *local,
@@ -189,7 +209,7 @@ static int hca_put_locked(struct hca *h, int peer, const void *local,
 	struct ibv_send_wr *bad;
 	struct hca_op *op;
 	uint32_t opi;
-	int rc, nwr = (len > 0) + (notify != NULL);
+	int rc, nwr = len ? 2 : 1;	/* data, then notification or flush */
 
 	if (pe->state != PEER_READY)
 		return pe->state == PEER_BROKEN ? -EIO : -ENOTCONN;
@@ -203,19 +223,22 @@ static int hca_put_locked(struct hca *h, int peer, const void *local,
 		op->mr = ibv_reg_mr(h->pd, (void *)local, len, 0);
 		if (!op->mr)
 			return errno ? -errno : -ENOMEM;
-		wr_add(&w, opi, (uintptr_t)local, (uint32_t)len, op->mr->lkey);
+		wr_add(&w, opi, IBV_WR_RDMA_WRITE, (uintptr_t)local,
+		       (uint32_t)len, op->mr->lkey);
 		rc = remote(pe, dst, dst_off, len, &w.wr[0]);
 		if (rc)
 			goto fail;
 	}
 	if (notify) {
 		memcpy(h->notes[opi], notify16, COOP_OFFLOAD_NOTIFY_SIZE);
-		wr_add(&w, opi, (uintptr_t)h->notes[opi],
+		wr_add(&w, opi, IBV_WR_RDMA_WRITE, (uintptr_t)h->notes[opi],
 		       COOP_OFFLOAD_NOTIFY_SIZE, h->notes_mr->lkey);
 		rc = remote(pe, notify, notify_off, COOP_OFFLOAD_NOTIFY_SIZE,
 			    &w.wr[w.n - 1]);
 		if (rc)
 			goto fail;
+	} else {
+		add_flush(h, &w, opi, len);
 	}
 	w.wr[w.n - 1].wr_id |= 1;	/* the last one */
 	w.wr[w.n - 1].send_flags = IBV_SEND_SIGNALED;

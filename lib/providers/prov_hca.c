@@ -12,10 +12,13 @@
  * (loopback).  An offload_put is an RDMA WRITE of the data, then, when a
  * notification is asked for, an RDMA WRITE of its 16 bytes on the same
  * queue pair: RC executes a queue pair's writes in order at the
- * responder, so the peer that sees the notification sees the data.  Only
- * the last write asks for a completion; a failed one completes anyway
- * (and flushes the rest), so each put ends with exactly one
- * offload_done.
+ * responder, so the peer that sees the notification sees the data.
+ * Without one, an RDMA READ of the last bytes follows instead: its answer
+ * comes after the data is in the peer's memory, so the put's completion
+ * means the bytes are there (a FIN or the caller's own message may tell
+ * the peer).  Only the last work request asks for a completion; a failed
+ * one completes anyway (and flushes the rest), so each put ends with
+ * exactly one offload_done.
  *
  * Addresses: every endpoint creates its queue pairs (one per rank of the
  * domain) and publishes them in its table (hca_table.h) when the
@@ -52,6 +55,9 @@
 #include "util.h"
 
 #define HCA_BLOB_MAGIC	0x68636162U
+/* writes, and the reads that flush them (hca_engine.c: add_flush) */
+#define QP_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		   IBV_ACCESS_REMOTE_READ)
 
 struct hca_blob {		/* appended to the base provider's address */
 	uint32_t magic;
@@ -86,6 +92,10 @@ static int open_device(struct hca *h, const char *name)
 		h->dev = ibv_open_device(h->list[i]);
 		if (!h->dev || ibv_query_device(h->dev, &da))
 			goto next;
+		/* reads in flight per queue pair: the flushes */
+		h->rd_atom = (uint8_t)COOP_MIN(COOP_MIN(da.max_qp_rd_atom,
+							da.max_qp_init_rd_atom),
+					       16);
 		for (h->addr.port = 1; h->addr.port <= da.phys_port_cnt;
 		     h->addr.port++)
 			if (port_active(h->dev, h->addr.port))
@@ -161,8 +171,7 @@ static int qp_create(struct hca *h, struct hca_peer *pe)
 	};
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = h->addr.port,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-				   IBV_ACCESS_REMOTE_WRITE,
+		.qp_access_flags = QP_ACCESS,
 	};
 
 	pe->qp = ibv_create_qp(h->pd, &ia);
@@ -188,6 +197,7 @@ static int qp_connect(struct hca *h, struct hca_peer *pe)
 		.rq_psn = __atomic_load_n(&them->psn, __ATOMIC_RELAXED) &
 			  0xffffff,
 		.min_rnr_timer = 12,
+		.max_dest_rd_atomic = h->rd_atom,
 		.ah_attr = { .dlid = th->lid, .port_num = h->addr.port,
 			     .is_global = (uint8_t)h->addr.is_global },
 	};
@@ -209,6 +219,7 @@ static int qp_connect(struct hca *h, struct hca_peer *pe)
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = pe->psn;
+	a.max_rd_atomic = h->rd_atom;
 	return -ibv_modify_qp(pe->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			      IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
@@ -222,7 +233,7 @@ static int qp_reset(struct hca *h, struct hca_peer *pe)
 		return -errno;
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = h->addr.port;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	a.qp_access_flags = QP_ACCESS;
 	return -ibv_modify_qp(pe->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
@@ -237,7 +248,9 @@ static int setup_ops(struct hca *h)
 	h->notes = aligned_alloc(4096, bytes);
 	if (!h->notes)
 		return -ENOMEM;
-	h->notes_mr = ibv_reg_mr(h->pd, h->notes, bytes, 0);
+	/* notifications are sent from it, flushes read into it */
+	h->notes_mr = ibv_reg_mr(h->pd, h->notes, bytes,
+				 IBV_ACCESS_LOCAL_WRITE);
 	if (!h->notes_mr)
 		return -errno;
 	for (i = 0; i < HCA_MAX_OPS; i++)
