@@ -175,6 +175,11 @@ enum coop_protocol {
 	COOP_PROTOCOL_DMA,	/* the offload engine copies everything */
 	COOP_PROTOCOL_STRIPE,	/* sender's CPU and the offload engine */
 	COOP_PROTOCOL_EAGER,	/* inline or bounce eager */
+	COOP_PROTOCOL_PRECOPY,	/* sender copied into its own staging area
+				 * and completed; receiver copied out */
+	COOP_PROTOCOL_POSTCOPY,	/* sender copied into the receiver's
+				 * staging area and completed; receiver
+				 * copied out */
 	COOP_PROTOCOL_COUNT
 };
 

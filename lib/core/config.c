@@ -45,7 +45,8 @@ static const struct cfg_word rndv_words[] = {
 	{ "auto", COOP_RNDV_AUTO }, { "rget", COOP_RNDV_RGET },
 	{ "rput", COOP_RNDV_RPUT }, { "rtr", COOP_RNDV_RTR },
 	{ "coop", COOP_RNDV_COOP }, { "dma", COOP_RNDV_DMA },
-	{ "stripe", COOP_RNDV_STRIPE }, { NULL, 0 },
+	{ "stripe", COOP_RNDV_STRIPE }, { "precopy", COOP_RNDV_PRECOPY },
+	{ "postcopy", COOP_RNDV_POSTCOPY }, { NULL, 0 },
 };
 
 static const struct cfg_word cma_words[] = {
@@ -106,7 +107,11 @@ static const struct cfg_entry table[] = {
 	  "message from the calls' blocking and the ranks' copy loads), "
 	  "rget, rput, rtr (receiver initiated), coop (COOP-p2p: both copy), "
 	  "dma (RPUT by the offload engine; RPUT without one), stripe (the "
-	  "sender's CPU and its offload engine share the copy)" },
+	  "sender's CPU and its offload engine share the copy), precopy (the "
+	  "sender copies into its staging area and completes, the receiver "
+	  "copies out) or postcopy (the sender copies into the receiver's "
+	  "staging area and completes, the receiver copies out): both RGET "
+	  "when the area is full and for synchronous sends" },
 	{ "COOP_COOP_MIN", CFG_SIZE, FIELD(coop_min), "64k", 0, TIB, NULL, 1,
 	  "auto mode: smaller rendezvous messages are RGET" },
 	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "1m", 4 * KIB, GIB, NULL, 0,
@@ -148,6 +153,14 @@ static const struct cfg_entry table[] = {
 	  gid_words, 0,
 	  "COOP_ENGINE=hca on RoCE: the port's GID index; auto: its first "
 	  "RoCE v2 GID with an IPv4 address, else its first" },
+	{ "COOP_PRECOPY_BYTES", CFG_SIZE, FIELD(precopy_bytes), "16m", 4 * KIB,
+	  64 * GIB, NULL, 0,
+	  "COOP_RNDV=precopy: each rank's staging area for the messages it "
+	  "sends (shared memory, allocated as used)" },
+	{ "COOP_POSTCOPY_BYTES", CFG_SIZE, FIELD(postcopy_bytes), "16m",
+	  4 * KIB, 64 * GIB, NULL, 0,
+	  "COOP_RNDV=postcopy: each rank's staging area for the messages it "
+	  "receives, split evenly among the ranks that send to it" },
 	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
 	  "off: never copy across processes in one step, pipeline large "
 	  "messages through bounce buffers; auto: probe at connect (shm "

@@ -16,6 +16,8 @@ enum coop_rndv_mode {
 	COOP_RNDV_COOP,
 	COOP_RNDV_DMA,
 	COOP_RNDV_STRIPE,
+	COOP_RNDV_PRECOPY,
+	COOP_RNDV_POSTCOPY,
 };
 
 /* COOP_PROGRESS: who advances transfers while the application computes */
@@ -53,6 +55,8 @@ struct coop_config {
 	double stripe_ratio;	/* COOP_STRIPE_RATIO, < 0: measure it */
 	size_t stripe_min;	/* COOP_STRIPE_MIN */
 	size_t offload_busy;	/* COOP_OFFLOAD_BUSY */
+	size_t precopy_bytes;	/* COOP_PRECOPY_BYTES */
+	size_t postcopy_bytes;	/* COOP_POSTCOPY_BYTES */
 	unsigned verbose;	/* COOP_VERBOSE */
 	int provider;		/* COOP_PROVIDER: enum coop_provider_choice */
 	unsigned ring_slots;	/* COOP_RING_SLOTS */

@@ -74,32 +74,46 @@ static int seg_open_fd(const char *name)
 	return fd;
 }
 
+void *coop_shm_file_create(const char *name, uint64_t bytes, int *err)
+{
+	void *m;
+	int fd = seg_open_fd(name);
+
+	*err = fd < 0 ? -errno : 0;
+	if (fd < 0)
+		return NULL;
+	/* sparse: pages are only allocated where they are written */
+	if (ftruncate(fd, (off_t)bytes)) {
+		close(fd);
+		shm_unlink(name);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		shm_unlink(name);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	return m;
+}
+
 int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 		    uint32_t nbounce, size_t bounce_size, uint32_t nwork)
 {
 	struct coop_seg_hdr h;
 	void *m;
 	uint32_t i;
-	int fd;
+	int err;
 
 	memset(s, 0, sizeof(*s));
 	memset(&h, 0, sizeof(h));
 	seg_layout(&h, nbounce, ALIGN_UP(bounce_size, 64), nwork);
 	seg_name(s->name, sizeof(s->name), key, rank);
-	fd = seg_open_fd(s->name);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)h.bytes)) {
-		close(fd);
-		shm_unlink(s->name);
-		return -ENOMEM;
-	}
-	m = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED) {
-		shm_unlink(s->name);
-		return -ENOMEM;
-	}
+	m = coop_shm_file_create(s->name, h.bytes, &err);
+	if (!m)
+		return err;
 	h.owner_pid = (uint32_t)getpid();
 	memcpy(m, &h, sizeof(h));
 	seg_bind(s, m, &h);
@@ -136,27 +150,50 @@ static int seg_header_sane(const struct coop_seg_hdr *h, off_t bytes)
 	       (uint64_t)bytes >= h->bytes;
 }
 
+void *coop_shm_file_map(const char *name, void *hdr, size_t hdr_len,
+			uint64_t (*check)(const void *hdr, uint64_t size,
+					  const void *arg),
+			const void *arg, int *err)
+{
+	struct stat st;
+	uint64_t bytes = 0;
+	void *m;
+	int fd = shm_open(name, O_RDWR, 0);
+
+	*err = fd < 0 ? -errno : 0;
+	if (fd < 0)
+		return NULL;
+	if (pread(fd, hdr, hdr_len, 0) == (ssize_t)hdr_len && !fstat(fd, &st))
+		bytes = check(hdr, (uint64_t)st.st_size, arg);
+	m = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0) : MAP_FAILED;
+	close(fd);
+	if (m == MAP_FAILED) {
+		*err = bytes ? -ENOMEM : -EINVAL;
+		return NULL;
+	}
+	return m;
+}
+
+static uint64_t seg_check(const void *hdr, uint64_t size, const void *arg)
+{
+	const struct coop_seg_hdr *h = hdr;
+
+	(void)arg;
+	return seg_header_sane(h, (off_t)size) ? h->bytes : 0;
+}
+
 int coop_seg_map(struct coop_seg *s, uint64_t key, int rank)
 {
 	struct coop_seg_hdr h;
-	struct stat st;
 	void *m;
-	int fd;
+	int err;
 
 	memset(s, 0, sizeof(*s));
 	seg_name(s->name, sizeof(s->name), key, rank);
-	fd = shm_open(s->name, O_RDWR, 0);
-	if (fd < 0)
-		return -errno;
-	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    fstat(fd, &st) || !seg_header_sane(&h, st.st_size)) {
-		close(fd);
-		return -EINVAL;
-	}
-	m = mmap(NULL, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return -ENOMEM;
+	m = coop_shm_file_map(s->name, &h, sizeof(h), seg_check, NULL, &err);
+	if (!m)
+		return err;
 	seg_bind(s, m, &h);
 	return 0;
 }

@@ -84,6 +84,18 @@ struct coop_seg {
 	uint32_t neager;		/* slots 0..neager-1 serve eager */
 };
 
+/* A new /dev/shm file name (a dead run's of that name replaced) of
+ * bytes, mapped read/write: the mapping, or NULL with *err = -errno. */
+void *coop_shm_file_create(const char *name, uint64_t bytes, int *err);
+
+/* An existing one: its first hdr_len bytes read into hdr, check()
+ * gives the bytes to map (0: not a file we accept), mapped read/write:
+ * the mapping, or NULL with *err = -errno (-EINVAL: refused). */
+void *coop_shm_file_map(const char *name, void *hdr, size_t hdr_len,
+			uint64_t (*check)(const void *hdr, uint64_t size,
+					  const void *arg),
+			const void *arg, int *err);
+
 int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 		    uint32_t nbounce, size_t bounce_size, uint32_t nwork);
 int coop_seg_map(struct coop_seg *s, uint64_t key, int rank);

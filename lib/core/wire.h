@@ -52,6 +52,8 @@ enum coop_proto {
 	PROTO_STRIPE,	/* RPUT striped: sender's CPU + offload engine */
 	PROTO_EAGER,	/* request state only: moved eagerly */
 	PROTO_AUTO,	/* RTS only: the receiver decides (COOP-hybrid) */
+	PROTO_PRECOPY,	/* sender staged it in its outbox, completed */
+	PROTO_POSTCOPY,	/* sender staged it in our inbox, completed */
 	PROTO_COUNT
 };
 

@@ -29,8 +29,9 @@ int coop_proto_layer_init(struct coop_context *ctx)
 	coop_rtr_register(ctx);
 	coop_dma_register(ctx);
 	coop_stripe_register(ctx);
+	coop_staged_register(ctx);
 	coop_dma_init(ctx);
-	return COOP_SUCCESS;
+	return coop_staged_init(ctx);
 }
 
 void coop_proto_layer_fini(struct coop_context *ctx)
@@ -40,6 +41,7 @@ void coop_proto_layer_fini(struct coop_context *ctx)
 	if (!ps)
 		return;
 	coop_dma_fini(ctx);
+	coop_staged_fini(ctx);
 	coop_tickets_fini(ctx);
 	coop_pool_destroy(&ps->msgs);
 	free(ps);

@@ -12,6 +12,7 @@
 #define COOP_PROTO_H
 
 #include "core.h"
+#include "model.h"
 
 /* Everything the engine knows about an arriving message (eager or RTS). */
 struct coop_msgdesc {
@@ -66,6 +67,7 @@ struct coop_proto_state {
 	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
 	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
 	int engine_none;	/* the provider said it has no offload engine */
+	struct coop_staged *staged;	/* PRECOPY/POSTCOPY, NULL: unused */
 };
 
 /* proto.c: the layer's set-up, and what several protocols send */
@@ -192,6 +194,18 @@ COOP_HIDDEN int coop_dma_stripe_stop(struct coop_request *s, int err);
 COOP_HIDDEN uint64_t coop_dma_time_put(struct coop_context *ctx,
 				       const void *src, size_t len,
 				       const struct coop_rkey *dst);
+
+/* staged.c: PRECOPY and POSTCOPY ([Marathe]) */
+COOP_HIDDEN void coop_staged_register(struct coop_context *ctx);
+/* At init: the staging file, when the settings may use it. */
+COOP_HIDDEN int coop_staged_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_staged_fini(struct coop_context *ctx);
+/* Sender: stage r for its receiver and complete it (0), or -1 when it
+ * must go another way (no room, synchronous, no staging), or the
+ * COOP_ERR_* of a failed RTS. */
+COOP_HIDDEN int coop_staged_send(struct coop_context *ctx,
+				 struct coop_request *r,
+				 enum coop_proto proto);
 
 /* rtr.c */
 COOP_HIDDEN void coop_rtr_register(struct coop_context *ctx);

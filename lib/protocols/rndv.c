@@ -52,6 +52,10 @@ static enum coop_proto choose_proto(struct coop_context *ctx,
 	case COOP_RNDV_STRIPE:	/* min size, busy engine: stripe.c */
 		return coop_stripe_usable(ctx, r->len) ? PROTO_STRIPE :
 							 PROTO_RPUT;
+	case COOP_RNDV_PRECOPY:	/* RGET when it cannot: staged.c */
+		return PROTO_PRECOPY;
+	case COOP_RNDV_POSTCOPY:
+		return PROTO_POSTCOPY;
 	case COOP_RNDV_AUTO:
 	default:
 		/* all-DMA only when asked for: it trades bandwidth for
@@ -67,6 +71,14 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 	enum coop_proto proto = choose_proto(ctx, r);
 	int rc;
 
+	if (proto == PROTO_PRECOPY || proto == PROTO_POSTCOPY) {
+		rc = coop_staged_send(ctx, r, proto);
+		if (rc > 0)
+			coop_req_fail(r, rc);
+		if (rc >= 0)
+			return COOP_SUCCESS;
+		proto = PROTO_RGET;	/* no room, synchronous */
+	}
 	if (proto == PROTO_RGET || proto == PROTO_COOP || proto == PROTO_AUTO) {
 		rc = coop_req_reg(r, COOPMPI_REGION_READ);
 		if (rc)

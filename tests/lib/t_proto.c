@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * t_proto.c - every protocol, forced with COOP_RNDV (and the bounce
- * pipeline with COOP_CMA=off): sizes 0 B .. 64 MiB on unaligned buffers,
+ * pipeline with COOP_CMA=off; pre-copy and post-copy also with areas too
+ * small for the larger messages): sizes 0 B .. 64 MiB on unaligned buffers,
  * receive posted before and after the send, truncation, ordering of mixed
  * eager/rendezvous messages, and the per-node load counters.
  */
@@ -214,14 +215,22 @@ static const char *const env_bounce_rtr[] = { "COOP_CMA=off",
 	"COOP_RNDV=rtr", "COOP_BOUNCE_SLOTS=8", NULL };
 /* the offload engine, or RPUT without one (t_dma.c checks which) */
 static const char *const env_dma[] = { "COOP_RNDV=dma", NULL };
+/* staged (t_staged.c checks which went staged); the small areas make the
+ * larger messages fall back to RGET */
+static const char *const env_precopy[] = { "COOP_RNDV=precopy", NULL };
+static const char *const env_postcopy[] = { "COOP_RNDV=postcopy", NULL };
+static const char *const env_staged_small[] = { "COOP_RNDV=postcopy",
+	"COOP_POSTCOPY_BYTES=1m", NULL };
 
 static const char *const *const envs[] = {
 	env_auto, env_rget, env_rput, env_rtr, env_coop, env_coop_small,
-	env_bounce, env_bounce_rtr, env_dma,
+	env_bounce, env_bounce_rtr, env_dma, env_precopy, env_postcopy,
+	env_staged_small,
 };
 static const char *const env_names[] = {
 	"auto", "rget", "rput", "rtr", "coop", "coop+4k chunks, no bounce eager",
-	"cma off", "cma off + rtr", "dma",
+	"cma off", "cma off + rtr", "dma", "precopy", "postcopy",
+	"postcopy, 1 MiB area",
 };
 
 START_TEST(test_sizes)

@@ -590,7 +590,7 @@ static const struct run runs[] = {
 
 static const char *const proto_names[COOP_PROTOCOL_COUNT] = {
 	"none", "rget", "rput", "coop", "bounce", "rtr", "dma", "stripe",
-	"eager",
+	"eager", "precopy", "postcopy",
 };
 
 START_TEST(test_threads)

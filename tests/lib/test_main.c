@@ -31,6 +31,8 @@ int main(void)
 	suite_add_tcase(s, tc_hostile());
 	suite_add_tcase(s, tc_dma());
 	suite_add_tcase(s, tc_hca());
+	suite_add_tcase(s, tc_staged());
+	suite_add_tcase(s, tc_model());
 	suite_add_tcase(s, tc_sleep());
 	suite_add_tcase(s, tc_select());
 	suite_add_tcase(s, tc_xfer());

@@ -15,6 +15,8 @@ TCase *tc_fault(void);
 TCase *tc_hostile(void);
 TCase *tc_dma(void);
 TCase *tc_hca(void);
+TCase *tc_staged(void);
+TCase *tc_model(void);
 TCase *tc_sleep(void);
 TCase *tc_select(void);
 TCase *tc_xfer(void);
