@@ -358,6 +358,22 @@ COOP_API int coop_set_progress(coop_context_t *ctx, int mode, int cpu);
 /* coop_get_progress: the mode set (COOP_PROGRESS_*) in *mode. */
 COOP_API int coop_get_progress(const coop_context_t *ctx, int *mode);
 
+/*
+ * coop_pcontrol - the calls from now on belong to communication phase
+ * `phase` (> 0; 0: to none), what MPI_Pcontrol(phase) maps to.  With
+ * COOP_RNDV=profile ([Marathe]'s profile-guided selection) each rank
+ * records its rendezvous messages of every phase iteration (sizes, when
+ * its posts and completion calls began and ended), and from the next
+ * iteration on sends to a peer by the protocol (RGET, RPUT, pre-copy,
+ * post-copy) whose replay of the pair's last iteration ended soonest.
+ * Call it at the start of each iteration of a phase (the same phase ids
+ * on every rank; up to 8 phases are tracked at once, ids that share a
+ * slot (id % 8) take it over).  Without COOP_RNDV=profile it does
+ * nothing.  Returns COOP_SUCCESS, COOP_ERR_ARG (ctx NULL, phase < 0),
+ * COOP_ERR_NOMEM.
+ */
+COOP_API int coop_pcontrol(coop_context_t *ctx, int phase);
+
 /* coop_strerror: static description of an error code (never NULL). */
 COOP_API const char *coop_strerror(int err);
 

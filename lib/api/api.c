@@ -111,8 +111,14 @@ static struct coop_request *new_req(struct coop_context *ctx, int kind,
 static int start(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
+	uint64_t enter = ctx->proto->profile ? coop_now_ns() : 0;
 	int rc = COOP_SUCCESS;
 
+	/* profiling: a post sees what arrived before it, as the models
+	 * assume (a receive matches an RTS already there, a send sees a
+	 * CTS) */
+	if (enter)
+		coop_progress_once(ctx);
 	coop_req_activate(r);
 	if (r->kind == REQ_SEND)
 		rc = coop_p2p_send_start(ctx, r);
@@ -120,6 +126,10 @@ static int start(struct coop_request *r)
 		coop_p2p_recv_post(ctx, r);
 	if (!rc && r->complete && r->err == COOP_ERR_PEER_DEAD)
 		rc = COOP_ERR_PEER_DEAD;
+	if (enter && !rc) {
+		coop_progress_once(ctx);
+		coop_profile_posted(r, enter);
+	}
 	return rc;
 }
 

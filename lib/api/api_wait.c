@@ -37,6 +37,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 		}
 		return COOP_SUCCESS;
 	}
+	coop_profile_completed(r);
 	err = r->err;
 	if (st) {
 		*st = r->status;
@@ -70,6 +71,8 @@ static int wait_internal(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 
+	if (r->prof_msg && !r->prof_wait_ns)
+		r->prof_wait_ns = coop_now_ns();
 	while (!r->complete)
 		progress_blocked(ctx);
 	ctx->idle = 0;
@@ -157,6 +160,23 @@ static struct coop_context *pending_ctx(int count, coop_request_t **reqs)
 	return NULL;
 }
 
+/* Profiled requests: a completion call for them begins now. */
+static void profile_wait_began(int count, coop_request_t **reqs)
+{
+	uint64_t now = 0;
+	int i;
+
+	for (i = 0; i < count; i++) {
+		struct coop_request *r = reqs[i];
+
+		if (is_idle(r) || !r->prof_msg || r->prof_wait_ns)
+			continue;
+		if (!now)
+			now = coop_now_ns();
+		r->prof_wait_ns = now;
+	}
+}
+
 static int waitall_locked(int count, coop_request_t **reqs,
 			  coop_status_t *statuses)
 {
@@ -164,6 +184,7 @@ static int waitall_locked(int count, coop_request_t **reqs,
 
 	if (check_array(count, reqs))
 		return COOP_ERR_ARG;
+	profile_wait_began(count, reqs);
 	while ((ctx = pending_ctx(count, reqs)) != NULL) {
 		progress_blocked(ctx);
 		last = ctx;

@@ -493,6 +493,18 @@ int coop_query_thread(const coop_context_t *ctx, int *level)
 	return COOP_SUCCESS;
 }
 
+static int pcontrol_locked(coop_context_t *ctx, int phase)
+{
+	if (!ctx || phase < 0)
+		return COOP_ERR_ARG;
+	return coop_profile_phase(ctx, phase);
+}
+
+int coop_pcontrol(coop_context_t *ctx, int phase)
+{
+	COOP_LOCKED(ctx, pcontrol_locked(ctx, phase));
+}
+
 int coop_set_progress(coop_context_t *ctx, int mode, int cpu)
 {
 	if (!ctx || mode < COOP_PROGRESS_MANUAL ||

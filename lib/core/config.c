@@ -46,7 +46,8 @@ static const struct cfg_word rndv_words[] = {
 	{ "rput", COOP_RNDV_RPUT }, { "rtr", COOP_RNDV_RTR },
 	{ "coop", COOP_RNDV_COOP }, { "dma", COOP_RNDV_DMA },
 	{ "stripe", COOP_RNDV_STRIPE }, { "precopy", COOP_RNDV_PRECOPY },
-	{ "postcopy", COOP_RNDV_POSTCOPY }, { NULL, 0 },
+	{ "postcopy", COOP_RNDV_POSTCOPY }, { "profile", COOP_RNDV_PROFILE },
+	{ NULL, 0 },
 };
 
 static const struct cfg_word cma_words[] = {
@@ -111,7 +112,10 @@ static const struct cfg_entry table[] = {
 	  "sender copies into its staging area and completes, the receiver "
 	  "copies out) or postcopy (the sender copies into the receiver's "
 	  "staging area and completes, the receiver copies out): both RGET "
-	  "when the area is full and for synchronous sends" },
+	  "when the area is full and for synchronous sends; profile: in the "
+	  "phases coop_pcontrol() marks, each destination gets the one of "
+	  "rget, rput, precopy and postcopy its last iteration's profile "
+	  "predicts best (RGET until there is one, and outside phases)" },
 	{ "COOP_COOP_MIN", CFG_SIZE, FIELD(coop_min), "64k", 0, TIB, NULL, 1,
 	  "auto mode: smaller rendezvous messages are RGET" },
 	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "1m", 4 * KIB, GIB, NULL, 0,

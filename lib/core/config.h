@@ -18,6 +18,7 @@ enum coop_rndv_mode {
 	COOP_RNDV_STRIPE,
 	COOP_RNDV_PRECOPY,
 	COOP_RNDV_POSTCOPY,
+	COOP_RNDV_PROFILE,
 };
 
 /* COOP_PROGRESS: who advances transfers while the application computes */

@@ -191,6 +191,12 @@ struct coop_request {
 	uint8_t proto;		/* enum coop_proto */
 	uint8_t rts_sent;	/* send: an RTS went out */
 	uint32_t rid;		/* the peer's request id */
+	/* COOP_RNDV=profile: the message's place in its phase log */
+	uint16_t prof_msg;	/* index + 1, 0: not recorded */
+	uint8_t prof_slot;	/* the phase's slot */
+	uint8_t prof_dir;	/* 0 send, 1 receive */
+	uint32_t prof_iter;	/* the phase iteration it was posted in */
+	uint64_t prof_wait_ns;	/* a completion call for it began */
 	uint64_t xfer;		/* bytes moved by the rendezvous */
 	struct coop_rkey lkey;	/* our region (registered) */
 	struct coop_job job;

@@ -77,6 +77,8 @@ void coop_req_activate(struct coop_request *r)
 	r->rtr_out = r->ticketed = r->rts_sent = r->wildcard = 0;
 	r->cancel_wanted = 0;
 	r->precharged = 0;
+	r->prof_msg = 0;
+	r->prof_wait_ns = 0;
 	r->lkey_valid = 0;
 	r->xfer = 0;
 	r->proto = PROTO_NONE;

@@ -34,7 +34,8 @@ static void stage_name(char *buf, size_t n, uint64_t key, int rank)
 }
 
 static void stage_layout(struct coop_stage_hdr *h, int nranks,
-			 uint64_t out_bytes, uint64_t in_bytes)
+			 uint64_t out_bytes, uint64_t in_bytes,
+			 uint64_t notes_bytes)
 {
 	h->magic = STAGE_MAGIC;
 	h->version = STAGE_VERSION;
@@ -43,8 +44,10 @@ static void stage_layout(struct coop_stage_hdr *h, int nranks,
 	h->part_bytes = nranks ? (in_bytes / (uint64_t)nranks) & ~63ULL : 0;
 	h->off_out = PAGE;
 	h->off_in = ALIGN_UP(h->off_out + h->out_bytes, PAGE);
-	h->bytes = ALIGN_UP(h->off_in + h->part_bytes * (uint64_t)nranks,
-			    PAGE);
+	h->notes_bytes = notes_bytes;
+	h->off_notes = ALIGN_UP(h->off_in + h->part_bytes * (uint64_t)nranks,
+				PAGE);
+	h->bytes = ALIGN_UP(h->off_notes + notes_bytes, PAGE);
 }
 
 static void stage_bind(struct coop_stage *st, void *map,
@@ -57,10 +60,13 @@ static void stage_bind(struct coop_stage *st, void *map,
 	st->part_bytes = h->part_bytes;
 	st->out = (unsigned char *)map + h->off_out;
 	st->in = (unsigned char *)map + h->off_in;
+	st->notes = (unsigned char *)map + h->off_notes;
+	st->notes_bytes = h->notes_bytes;
 }
 
 int coop_stage_create(struct coop_stage *st, uint64_t key, int rank,
-		      int nranks, uint64_t out_bytes, uint64_t in_bytes)
+		      int nranks, uint64_t out_bytes, uint64_t in_bytes,
+		      uint64_t notes_bytes)
 {
 	struct coop_stage_hdr h;
 	void *m;
@@ -68,7 +74,7 @@ int coop_stage_create(struct coop_stage *st, uint64_t key, int rank,
 
 	memset(st, 0, sizeof(*st));
 	memset(&h, 0, sizeof(h));
-	stage_layout(&h, nranks, out_bytes, in_bytes);
+	stage_layout(&h, nranks, out_bytes, in_bytes, notes_bytes);
 	stage_name(st->name, sizeof(st->name), key, rank);
 	m = coop_shm_file_create(st->name, h.bytes, &err);
 	if (!m)
@@ -79,41 +85,48 @@ int coop_stage_create(struct coop_stage *st, uint64_t key, int rank,
 	return 0;
 }
 
+struct stage_expect {
+	int nranks;
+	uint64_t notes_bytes;
+};
+
 static int stage_sane(const struct coop_stage_hdr *h, off_t bytes,
-		      int nranks)
+		      const struct stage_expect *x)
 {
 	struct coop_stage_hdr l;
 
 	if (h->magic != STAGE_MAGIC || h->version != STAGE_VERSION ||
-	    h->nranks != (uint32_t)nranks || nranks > STAGE_MAX_RANKS ||
-	    h->out_bytes > STAGE_MAX_BYTES || h->part_bytes > STAGE_MAX_BYTES)
+	    h->nranks != (uint32_t)x->nranks || x->nranks > STAGE_MAX_RANKS ||
+	    h->out_bytes > STAGE_MAX_BYTES || h->part_bytes > STAGE_MAX_BYTES ||
+	    h->notes_bytes != x->notes_bytes)
 		return 0;
 	memset(&l, 0, sizeof(l));
-	stage_layout(&l, nranks, h->out_bytes,
-		     h->part_bytes * (uint64_t)nranks);
+	stage_layout(&l, x->nranks, h->out_bytes,
+		     h->part_bytes * (uint64_t)x->nranks, x->notes_bytes);
 	return l.out_bytes == h->out_bytes && l.part_bytes == h->part_bytes &&
 	       l.off_out == h->off_out && l.off_in == h->off_in &&
-	       l.bytes == h->bytes && (uint64_t)bytes >= h->bytes;
+	       l.off_notes == h->off_notes && l.bytes == h->bytes &&
+	       (uint64_t)bytes >= h->bytes;
 }
 
 static uint64_t stage_check(const void *hdr, uint64_t size, const void *arg)
 {
 	const struct coop_stage_hdr *h = hdr;
 
-	return stage_sane(h, (off_t)size, *(const int *)arg) ? h->bytes : 0;
+	return stage_sane(h, (off_t)size, arg) ? h->bytes : 0;
 }
 
 int coop_stage_map(struct coop_stage *st, uint64_t key, int rank,
-		   int nranks)
+		   int nranks, uint64_t notes_bytes)
 {
+	struct stage_expect x = { nranks, notes_bytes };
 	struct coop_stage_hdr h;
 	void *m;
 	int err;
 
 	memset(st, 0, sizeof(*st));
 	stage_name(st->name, sizeof(st->name), key, rank);
-	m = coop_shm_file_map(st->name, &h, sizeof(h), stage_check, &nranks,
-			      &err);
+	m = coop_shm_file_map(st->name, &h, sizeof(h), stage_check, &x, &err);
 	if (!m)
 		return err;
 	stage_bind(st, m, &h);

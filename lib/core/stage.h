@@ -13,6 +13,8 @@
  *   inbox   (post-copy): one partition per sending rank; sender s copies
  *           into partition s of the receiver, the receiver (owner) copies
  *           out when it matches
+ *   notes   (profile-guided selection): the owner's records for its
+ *           peers to read, of a size its user chooses (0: none)
  *
  * Each area (the outbox; each inbox partition) is a ring of chunks with
  * one writer: a 64-byte chunk header, then the data, 64-byte aligned.
@@ -36,7 +38,8 @@ struct coop_stage_hdr {
 	uint32_t nranks;
 	uint64_t out_bytes;	/* outbox ring size */
 	uint64_t part_bytes;	/* each inbox partition's ring size */
-	uint64_t off_out, off_in, bytes;
+	uint64_t notes_bytes;
+	uint64_t off_out, off_in, off_notes, bytes;
 };
 
 #define COOP_STAGE_MAX_CHUNKS 1024	/* in a ring at once */
@@ -62,16 +65,20 @@ struct coop_stage {
 	uint64_t out_bytes, part_bytes;
 	unsigned char *out;	/* outbox ring */
 	unsigned char *in;	/* inbox partitions, part_bytes each */
+	unsigned char *notes;	/* notes_bytes */
+	uint64_t notes_bytes;
 	char name[80];
 };
 
 /* Owner: create ours (out_bytes, in_bytes for all partitions together,
- * rounded down to 64-byte multiples; either may be 0). */
+ * rounded down to 64-byte multiples; any of the three may be 0). */
 int coop_stage_create(struct coop_stage *st, uint64_t key, int rank,
-		      int nranks, uint64_t out_bytes, uint64_t in_bytes);
-/* Peer: map rank's, checking its geometry: 0 or -errno. */
+		      int nranks, uint64_t out_bytes, uint64_t in_bytes,
+		      uint64_t notes_bytes);
+/* Peer: map rank's, checking its geometry (and that its notes are
+ * notes_bytes long): 0 or -errno. */
 int coop_stage_map(struct coop_stage *st, uint64_t key, int rank,
-		   int nranks);
+		   int nranks, uint64_t notes_bytes);
 void coop_stage_unmap(struct coop_stage *st);
 void coop_stage_destroy(struct coop_stage *st);
 

@@ -256,20 +256,23 @@ int coop_model_replay(const struct coop_model_costs *c,
 }
 
 int coop_model_best(const struct coop_model_costs *c,
-		    const struct coop_model_pair *p, uint64_t *end)
+		    const struct coop_model_pair *p,
+		    uint64_t ends[COOP_MODEL_COUNT])
 {
-	uint64_t es, er, best = NEVER;
+	uint64_t es, er, end, best = NEVER;
 	int proto, won = -1;
 
 	for (proto = 0; proto < COOP_MODEL_COUNT; proto++) {
 		if (coop_model_replay(c, p, (enum coop_model_proto)proto, &es,
 				      &er))
 			return -1;
-		if ((es > er ? es : er) < best) {
-			best = es > er ? es : er;
+		end = es > er ? es : er;
+		if (ends)
+			ends[proto] = end;
+		if (end < best) {
+			best = end;
 			won = proto;
 		}
 	}
-	*end = best;
 	return won;
 }

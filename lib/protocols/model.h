@@ -84,8 +84,10 @@ int coop_model_replay(const struct coop_model_costs *c,
 		      uint64_t *end_recv);
 
 /* The protocol whose replay ends the pair soonest (the later of its two
- * ends; ties: the lower enum value), its end in *end; -1 as above. */
+ * ends; ties: the lower enum value); each protocol's end in ends[] (may
+ * be NULL); -1 as above. */
 int coop_model_best(const struct coop_model_costs *c,
-		    const struct coop_model_pair *p, uint64_t *end);
+		    const struct coop_model_pair *p,
+		    uint64_t ends[COOP_MODEL_COUNT]);
 
 #endif

@@ -31,6 +31,8 @@ int coop_proto_layer_init(struct coop_context *ctx)
 	coop_stripe_register(ctx);
 	coop_staged_register(ctx);
 	coop_dma_init(ctx);
+	if (coop_profile_init(ctx))
+		return COOP_ERR_NOMEM;
 	return coop_staged_init(ctx);
 }
 
@@ -41,6 +43,7 @@ void coop_proto_layer_fini(struct coop_context *ctx)
 	if (!ps)
 		return;
 	coop_dma_fini(ctx);
+	coop_profile_fini(ctx);
 	coop_staged_fini(ctx);
 	coop_tickets_fini(ctx);
 	coop_pool_destroy(&ps->msgs);

@@ -68,6 +68,7 @@ struct coop_proto_state {
 	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
 	int engine_none;	/* the provider said it has no offload engine */
 	struct coop_staged *staged;	/* PRECOPY/POSTCOPY, NULL: unused */
+	struct coop_profile *profile;	/* COOP_RNDV=profile, else NULL */
 };
 
 /* proto.c: the layer's set-up, and what several protocols send */
@@ -206,6 +207,29 @@ COOP_HIDDEN void coop_staged_fini(struct coop_context *ctx);
 COOP_HIDDEN int coop_staged_send(struct coop_context *ctx,
 				 struct coop_request *r,
 				 enum coop_proto proto);
+
+/* The notes area of rank's staging file (ours for ourselves; mapped if
+ * need be), NULL without one. */
+COOP_HIDDEN unsigned char *coop_staged_notes(struct coop_context *ctx,
+					     int rank);
+
+/* profile.c: [Marathe]'s profile-guided selection (COOP_RNDV=profile) */
+/* The notes each rank publishes (its receive logs): bytes, 0 when the
+ * settings do not profile. */
+COOP_HIDDEN uint64_t coop_profile_notes_bytes(const struct coop_context *ctx);
+COOP_HIDDEN int coop_profile_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_profile_fini(struct coop_context *ctx);
+/* coop_pcontrol(): the calls from now on belong to phase (0: none). */
+COOP_HIDDEN int coop_profile_phase(struct coop_context *ctx, int phase);
+/* A post (r started, its call entered at enter_ns) and a completion
+ * (its completion call began at r->prof_wait_ns, or now). */
+COOP_HIDDEN void coop_profile_posted(struct coop_request *r,
+				     uint64_t enter_ns);
+COOP_HIDDEN void coop_profile_completed(struct coop_request *r);
+/* The protocol of rendezvous send r: the one predicted best for its
+ * phase and destination, RGET while there is no prediction yet. */
+COOP_HIDDEN enum coop_proto coop_profile_choice(struct coop_context *ctx,
+						const struct coop_request *r);
 
 /* rtr.c */
 COOP_HIDDEN void coop_rtr_register(struct coop_context *ctx);

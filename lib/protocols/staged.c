@@ -42,8 +42,12 @@ struct coop_staged {
 static int stage_wanted(const struct coop_config *cfg, uint64_t *out,
 			uint64_t *in)
 {
-	*out = cfg->rndv == COOP_RNDV_PRECOPY ? cfg->precopy_bytes : 0;
-	*in = cfg->rndv == COOP_RNDV_POSTCOPY ? cfg->postcopy_bytes : 0;
+	int profile = cfg->rndv == COOP_RNDV_PROFILE;
+
+	*out = cfg->rndv == COOP_RNDV_PRECOPY || profile ?
+	       cfg->precopy_bytes : 0;
+	*in = cfg->rndv == COOP_RNDV_POSTCOPY || profile ?
+	      cfg->postcopy_bytes : 0;
 	return *out || *in;
 }
 
@@ -62,7 +66,7 @@ int coop_staged_init(struct coop_context *ctx)
 	sg->inbox = calloc((size_t)ctx->size, sizeof(*sg->inbox));
 	rc = sg->peer && sg->inbox ?
 	     coop_stage_create(&sg->own, ctx->key, ctx->rank, ctx->size, out,
-			       in) : -ENOMEM;
+			       in, coop_profile_notes_bytes(ctx)) : -ENOMEM;
 	if (rc) {
 		coop_log(ctx->rank, "cannot create the staging area: %s",
 			 strerror(-rc));
@@ -102,9 +106,20 @@ static const struct coop_stage *stage_of(struct coop_context *ctx, int r)
 	if (r == ctx->rank)
 		return &sg->own;
 	if (!sg->peer[r].map &&
-	    coop_stage_map(&sg->peer[r], ctx->key, r, ctx->size))
+	    coop_stage_map(&sg->peer[r], ctx->key, r, ctx->size,
+			   coop_profile_notes_bytes(ctx)))
 		return NULL;
 	return &sg->peer[r];
+}
+
+unsigned char *coop_staged_notes(struct coop_context *ctx, int rank)
+{
+	const struct coop_stage *st;
+
+	if (!ctx->proto->staged)
+		return NULL;
+	st = stage_of(ctx, rank);
+	return st && st->notes_bytes ? st->notes : NULL;
 }
 
 /* The ring a send to peer fills: our outbox or our part of its inbox. */

@@ -33,6 +33,7 @@ int main(void)
 	suite_add_tcase(s, tc_hca());
 	suite_add_tcase(s, tc_staged());
 	suite_add_tcase(s, tc_model());
+	suite_add_tcase(s, tc_profile());
 	suite_add_tcase(s, tc_sleep());
 	suite_add_tcase(s, tc_select());
 	suite_add_tcase(s, tc_xfer());

@@ -17,6 +17,7 @@ TCase *tc_dma(void);
 TCase *tc_hca(void);
 TCase *tc_staged(void);
 TCase *tc_model(void);
+TCase *tc_profile(void);
 TCase *tc_sleep(void);
 TCase *tc_select(void);
 TCase *tc_xfer(void);
