@@ -250,8 +250,8 @@ int coop_model_replay(const struct coop_model_costs *c,
 	sm.s[RECV] = (struct side){ .ev = p->recv, .nev = p->nrecv };
 	rc = simulate(&sm);
 	free(sm.m);
-	*end_send = sm.s[SEND].clock;
-	*end_recv = sm.s[RECV].clock;
+	*end_send = sm.s[SEND].clock + p->tail_send;
+	*end_recv = sm.s[RECV].clock + p->tail_recv;
 	return rc;
 }
 

@@ -68,11 +68,13 @@ struct coop_model_pair {
 	uint32_t nmsg;
 	const struct coop_model_event *send, *recv;	/* each side's calls */
 	uint32_t nsend, nrecv;
+	uint64_t tail_send, tail_recv;	/* compute after the last call */
 };
 
 /*
  * Replay p under proto: the times (ns from the phase's start) at which
- * the sender and the receiver leave their last call.  0, or -1 when the
+ * the sender and the receiver leave the phase (their last call, then
+ * their tail of compute).  0, or -1 when the
  * events cannot happen (a wait before its post, a message posted on one
  * side only, a message index out of range, more than COOP_MODEL_MAX
  * messages).

@@ -52,6 +52,7 @@ struct prof_log {
 	uint32_t nmsg, nev;
 	uint32_t pad;
 	uint64_t start;		/* this side entered the phase */
+	uint64_t end;		/* ... and left it */
 	uint64_t bytes[PROF_MSGS];
 	struct prof_event ev[PROF_EVENTS];
 };
@@ -176,11 +177,16 @@ static void phase_end(struct coop_context *ctx, int i)
 {
 	struct prof_slot *s = &ctx->proto->profile->slot[i];
 	unsigned char *notes = coop_staged_notes(ctx, ctx->rank);
+	uint64_t now = coop_now_ns();
 	int d;
 
 	for (d = 0; d < ctx->size; d++) {
 		struct prof_log *l = s->cur[DIR_RECV][d];
 
+		if (s->cur[DIR_SEND][d])
+			s->cur[DIR_SEND][d]->end = now;
+		if (l)
+			l->end = now;
 		if (l && notes)
 			publish(notes_entry(notes, i, d, ctx->size), l);
 		free(l);
@@ -353,9 +359,11 @@ static int peer_log(struct coop_context *ctx, int i, int peer,
 }
 
 /* A side's log as the model's events: gaps from t0, then from the end of
- * its previous call; events of messages beyond nmsg dropped. */
+ * its previous call; events of messages beyond nmsg dropped; *tail: from
+ * its last call to its leaving the phase. */
 static uint32_t to_events(const struct prof_log *l, uint64_t t0,
-			  uint32_t nmsg, struct coop_model_event *ev)
+			  uint32_t nmsg, struct coop_model_event *ev,
+			  uint64_t *tail)
 {
 	uint64_t last = t0;
 	uint32_t i, n = 0;
@@ -371,6 +379,7 @@ static uint32_t to_events(const struct prof_log *l, uint64_t t0,
 		last = e->leave > e->enter ? e->leave : e->enter;
 		n++;
 	}
+	*tail = l->end > last ? l->end - last : 0;
 	return n;
 }
 
@@ -388,12 +397,12 @@ static int predict(struct coop_context *ctx, const struct prof_log *snd,
 	struct coop_model_event es[PROF_EVENTS], er[PROF_EVENTS];
 	uint64_t t0 = COOP_MIN(snd->start, rcv->start);
 	uint32_t nmsg = COOP_MIN(snd->nmsg, rcv->nmsg);
-	struct coop_model_pair p = { snd->bytes, nmsg, es, er, 0, 0 };
+	struct coop_model_pair p = { snd->bytes, nmsg, es, er, 0, 0, 0, 0 };
 
 	if (!pf->calibrated)
 		calibrate(ctx, pf);
-	p.nsend = to_events(snd, t0, nmsg, es);
-	p.nrecv = to_events(rcv, t0, nmsg, er);
+	p.nsend = to_events(snd, t0, nmsg, es, &p.tail_send);
+	p.nrecv = to_events(rcv, t0, nmsg, er, &p.tail_recv);
 	return coop_model_best(&pf->costs, &p, end);
 }
 

@@ -11,6 +11,7 @@
  *   sender and a receiver that computes after its irecv (RPUT: the
  *   sender copies meanwhile), the mirror (RGET: the receiver copies
  *   while the sender computes), and the best choice each time;
+ * - the compute after the last call adds to a side's end;
  * - events that cannot happen are refused.
  */
 #include <check.h>
@@ -44,7 +45,7 @@ START_TEST(test_model_late_receiver)
 		EV(0, POST, 0), EV(0, WAIT, 0) };
 	static const struct coop_model_event rcv[] = {
 		EV(0, POST, 10 * MS), EV(0, WAIT, 0) };
-	struct coop_model_pair p = { one, 1, snd, rcv, 2, 2 };
+	struct coop_model_pair p = { one, 1, snd, rcv, 2, 2, 0, 0 };
 	uint64_t s, r;
 
 	/* R copies in its post (the RTS is there): 10 ms + 1 us + 1 ms;
@@ -66,6 +67,12 @@ START_TEST(test_model_late_receiver)
 	ends(&p, COOP_MODEL_POSTCOPY, &s, &r);
 	ck_assert_uint_eq(s, 2002000);
 	ck_assert_uint_eq(r, 11002000);
+	/* 20 ms of the sender's compute after its send: RGET ends later */
+	p.tail_send = 20 * MS;
+	ends(&p, COOP_MODEL_RGET, &s, &r);
+	ck_assert_uint_eq(s, 31001500);
+	ends(&p, COOP_MODEL_PRECOPY, &s, &r);
+	ck_assert_uint_eq(s, 21002000);
 }
 END_TEST
 
@@ -79,7 +86,7 @@ START_TEST(test_model_staged_wins)
 	static const struct coop_model_event rcv[] = {
 		EV(0, POST, 10 * MS), EV(0, WAIT, 0),
 		EV(1, POST, 0), EV(1, WAIT, 0) };
-	struct coop_model_pair p = { two, 2, snd, rcv, 4, 4 };
+	struct coop_model_pair p = { two, 2, snd, rcv, 4, 4, 0, 0 };
 	uint64_t s, r, end[COOP_MODEL_COUNT];
 	int best;
 
@@ -104,7 +111,7 @@ START_TEST(test_model_rput_wins)
 		EV(0, POST, 0), EV(0, WAIT, 0) };
 	static const struct coop_model_event rcv[] = {
 		EV(0, POST, 10 * MS), EV(0, WAIT, 5 * MS) };
-	struct coop_model_pair p = { one, 1, snd, rcv, 2, 2 };
+	struct coop_model_pair p = { one, 1, snd, rcv, 2, 2, 0, 0 };
 	uint64_t s, r, end[COOP_MODEL_COUNT];
 
 	ends(&p, COOP_MODEL_RGET, &s, &r);
@@ -125,7 +132,7 @@ START_TEST(test_model_rget_wins)
 		EV(0, POST, 10 * MS), EV(0, WAIT, 5 * MS) };
 	static const struct coop_model_event rcv[] = {
 		EV(0, POST, 0), EV(0, WAIT, 0) };
-	struct coop_model_pair p = { one, 1, snd, rcv, 2, 2 };
+	struct coop_model_pair p = { one, 1, snd, rcv, 2, 2, 0, 0 };
 	uint64_t s, r, end[COOP_MODEL_COUNT];
 
 	ends(&p, COOP_MODEL_RGET, &s, &r);
@@ -145,7 +152,7 @@ START_TEST(test_model_refused)
 	static const struct coop_model_event ok[] = {
 		EV(0, POST, 0), EV(0, WAIT, 0) };
 	static const struct coop_model_event bad_msg[] = { EV(3, POST, 0) };
-	struct coop_model_pair p = { one, 1, wait_first, ok, 2, 2 };
+	struct coop_model_pair p = { one, 1, wait_first, ok, 2, 2, 0, 0 };
 	uint64_t s, r;
 	int pr;
 
