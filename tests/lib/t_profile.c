@@ -100,6 +100,11 @@ static int phases_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	int (*got)[PHASES] = arg, it, ph;
 	char *buf = malloc(LEN);
 
+	/* the models are of manual progress (a progress thread, as the
+	 * suite's lib-tsan and -thread stages run it, moves copies while
+	 * a rank computes: other choices would be right) */
+	T_OK(coop_set_progress(ctx, COOP_PROGRESS_MANUAL, -1));
+
 	for (it = 0; it < ITERS; it++) {
 		for (ph = 1; ph <= PHASES; ph++) {
 			if (rank == 0)	/* before: both enter the phase
@@ -148,6 +153,15 @@ START_TEST(test_profile_phases)
 			it + 1, got[it][0], got[it][1], got[it][2]);
 	for (it = 0; it < PHASES; it++)
 		ck_assert_int_eq(got[0][it], COOP_PROTOCOL_RGET);
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer's memcpy is several times slower than the
+	 * kernel's copies: the staged protocols cost what they do not
+	 * elsewhere, and other choices are right; the uninstrumented stages
+	 * check them */
+	fprintf(stderr, "profile: ThreadSanitizer build: choices not checked\n");
+	shared_free(got, 4096);
+	return;
+#endif
 	for (it = 1; it < ITERS; it++) {
 		ck_assert_msg(staged(got[it][0]), "phase 1: %d", got[it][0]);
 		ck_assert_int_eq(got[it][1], COOP_PROTOCOL_RGET);
