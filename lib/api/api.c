@@ -111,7 +111,7 @@ static struct coop_request *new_req(struct coop_context *ctx, int kind,
 static int start(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
-	uint64_t enter = ctx->proto->profile ? coop_now_ns() : 0;
+	uint64_t enter = coop_profile_clock(ctx);
 	int rc = COOP_SUCCESS;
 
 	/* profiling: a post sees what arrived before it, as the models

@@ -56,6 +56,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
  * else to do, so assisting copy jobs may take chunks (core/job.c). */
 static void progress_blocked(struct coop_context *ctx)
 {
+	uint64_t t0 = ctx->proto->profile ? coop_now_ns() : 0;
 	int n;
 
 	ctx->blocked++;
@@ -65,6 +66,8 @@ static void progress_blocked(struct coop_context *ctx)
 		ctx->idle = 0;
 	else
 		coop_idle(ctx);
+	if (t0)
+		coop_profile_blocked(ctx, coop_now_ns() - t0);
 }
 
 static int wait_internal(struct coop_request *r)
@@ -72,7 +75,7 @@ static int wait_internal(struct coop_request *r)
 	struct coop_context *ctx = r->ctx;
 
 	if (r->prof_msg && !r->prof_wait_ns)
-		r->prof_wait_ns = coop_now_ns();
+		r->prof_wait_ns = coop_profile_clock(ctx);
 	while (!r->complete)
 		progress_blocked(ctx);
 	ctx->idle = 0;
@@ -172,7 +175,7 @@ static void profile_wait_began(int count, coop_request_t **reqs)
 		if (is_idle(r) || !r->prof_msg || r->prof_wait_ns)
 			continue;
 		if (!now)
-			now = coop_now_ns();
+			now = coop_profile_clock(r->ctx);
 		r->prof_wait_ns = now;
 	}
 }

@@ -24,6 +24,13 @@
  * A log is published under a sequence count (odd while written) with
  * the phase id and the iteration; a reader copies it and checks both.
  *
+ * Calls are timed on a compute clock: the wall clock less the time this
+ * rank spent blocked in completion calls.  What lies between two logged
+ * calls is then the rank's own work, not waits in other communication
+ * (a barrier, eager messages) whose length depends on the protocol
+ * used.  Only the phase's start is on the wall clock too, to line the
+ * two ranks up.
+ *
  * Costs (struct coop_model_costs): the copies' rates are measured at the
  * first prediction (memcpy for the staging copies, the provider's single
  * copy for RGET/RPUT, 4 MiB each); a call and a control packet are taken
@@ -51,8 +58,9 @@ struct prof_log {
 	uint32_t iter;
 	uint32_t nmsg, nev;
 	uint32_t pad;
-	uint64_t start;		/* this side entered the phase */
-	uint64_t end;		/* ... and left it */
+	uint64_t start;		/* this side entered the phase (wall) */
+	uint64_t start_compute;	/* ... on the compute clock */
+	uint64_t end;		/* ... and left it (compute clock) */
 	uint64_t bytes[PROF_MSGS];
 	struct prof_event ev[PROF_EVENTS];
 };
@@ -62,7 +70,7 @@ enum { DIR_SEND, DIR_RECV };
 struct prof_slot {
 	int32_t phase;		/* the phase id it tracks, 0: free */
 	uint32_t iter;		/* iterations entered */
-	uint64_t start;
+	uint64_t start, start_compute;
 	struct prof_log **cur[2];	/* [peer], this iteration's */
 	struct prof_log **prev_send;	/* [peer], the last iteration's */
 	uint32_t *chosen_iter;		/* [peer]: decided for this iter */
@@ -74,7 +82,21 @@ struct coop_profile {
 	int cur;		/* the slot of the phase we are in, -1 */
 	struct coop_model_costs costs;
 	int calibrated;
+	uint64_t blocked_ns;	/* spent blocked in completion calls */
 };
+
+void coop_profile_blocked(struct coop_context *ctx, uint64_t ns)
+{
+	if (ctx->proto->profile)
+		ctx->proto->profile->blocked_ns += ns;
+}
+
+uint64_t coop_profile_clock(const struct coop_context *ctx)
+{
+	const struct coop_profile *pf = ctx->proto->profile;
+
+	return pf ? coop_now_ns() - pf->blocked_ns : 0;
+}
 
 uint64_t coop_profile_notes_bytes(const struct coop_context *ctx)
 {
@@ -177,7 +199,7 @@ static void phase_end(struct coop_context *ctx, int i)
 {
 	struct prof_slot *s = &ctx->proto->profile->slot[i];
 	unsigned char *notes = coop_staged_notes(ctx, ctx->rank);
-	uint64_t now = coop_now_ns();
+	uint64_t now = coop_profile_clock(ctx);
 	int d;
 
 	for (d = 0; d < ctx->size; d++) {
@@ -216,6 +238,7 @@ int coop_profile_phase(struct coop_context *ctx, int phase)
 		return COOP_ERR_NOMEM;
 	s->iter++;
 	s->start = coop_now_ns();
+	s->start_compute = coop_profile_clock(ctx);
 	pf->cur = i;
 	return COOP_SUCCESS;
 }
@@ -235,6 +258,7 @@ static struct prof_log *log_of(struct coop_context *ctx, int dir, int peer)
 		(*lp)->phase = s->phase;
 		(*lp)->iter = s->iter;
 		(*lp)->start = s->start;
+		(*lp)->start_compute = s->start_compute;
 	}
 	return *lp;
 }
@@ -262,7 +286,8 @@ void coop_profile_posted(struct coop_request *r, uint64_t enter_ns)
 	if (!l || l->nmsg >= PROF_MSGS)
 		return;
 	l->bytes[l->nmsg] = r->len;
-	add_event(l, l->nmsg, COOP_MODEL_POST, enter_ns, coop_now_ns());
+	add_event(l, l->nmsg, COOP_MODEL_POST, enter_ns,
+		  coop_profile_clock(ctx));
 	r->prof_msg = (uint16_t)(++l->nmsg);
 	r->prof_slot = (uint8_t)pf->cur;
 	r->prof_dir = (uint8_t)dir;
@@ -283,7 +308,7 @@ void coop_profile_completed(struct coop_request *r)
 	l = s->cur[r->prof_dir][r->peer];
 	if (!l || s->iter != r->prof_iter)
 		return;		/* completed in a later phase or iteration */
-	now = coop_now_ns();
+	now = coop_profile_clock(ctx);
 	add_event(l, r->prof_msg - 1u, COOP_MODEL_WAIT,
 		  r->prof_wait_ns ? r->prof_wait_ns : now, now);
 	r->prof_msg = 0;
@@ -358,14 +383,14 @@ static int peer_log(struct coop_context *ctx, int i, int peer,
 	return 0;
 }
 
-/* A side's log as the model's events: gaps from t0, then from the end of
- * its previous call; events of messages beyond nmsg dropped; *tail: from
- * its last call to its leaving the phase. */
+/* A side's log as the model's events: gaps from t0 (wall clock), then
+ * from the end of its previous call; events of messages beyond nmsg
+ * dropped; *tail: from its last call to its leaving the phase. */
 static uint32_t to_events(const struct prof_log *l, uint64_t t0,
 			  uint32_t nmsg, struct coop_model_event *ev,
 			  uint64_t *tail)
 {
-	uint64_t last = t0;
+	uint64_t late = l->start - t0, last = l->start_compute;
 	uint32_t i, n = 0;
 
 	for (i = 0; i < l->nev; i++) {
@@ -375,7 +400,8 @@ static uint32_t to_events(const struct prof_log *l, uint64_t t0,
 			continue;
 		ev[n].msg = e->msg;
 		ev[n].op = (uint8_t)e->op;
-		ev[n].gap_ns = e->enter > last ? e->enter - last : 0;
+		ev[n].gap_ns = (e->enter > last ? e->enter - last : 0) + late;
+		late = 0;
 		last = e->leave > e->enter ? e->leave : e->enter;
 		n++;
 	}

@@ -221,8 +221,13 @@ COOP_HIDDEN int coop_profile_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_profile_fini(struct coop_context *ctx);
 /* coop_pcontrol(): the calls from now on belong to phase (0: none). */
 COOP_HIDDEN int coop_profile_phase(struct coop_context *ctx, int phase);
+/* The compute clock (profile.c) in ns, 0 when not profiling; and time
+ * the caller just spent blocked in a completion call, taken off it. */
+COOP_HIDDEN uint64_t coop_profile_clock(const struct coop_context *ctx);
+COOP_HIDDEN void coop_profile_blocked(struct coop_context *ctx, uint64_t ns);
 /* A post (r started, its call entered at enter_ns) and a completion
- * (its completion call began at r->prof_wait_ns, or now). */
+ * (its completion call began at r->prof_wait_ns, or now), both on the
+ * compute clock. */
 COOP_HIDDEN void coop_profile_posted(struct coop_request *r,
 				     uint64_t enter_ns);
 COOP_HIDDEN void coop_profile_completed(struct coop_request *r);
