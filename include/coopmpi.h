@@ -664,6 +664,153 @@ COOP_API int coop_imrecv(coop_context_t *ctx, void *buf, size_t cap,
 COOP_API int coop_buffer_attach(coop_context_t *ctx, void *buf, size_t size);
 COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
 
+/* ------------------------------------------------------------------ */
+/* Neighborhood collectives [Hoefler]                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A topology is MPI_Dist_graph_create_adjacent's graph over the ranks of
+ * a context: each rank names its sources (whose blocks it receives, in
+ * that order) and destinations (to which it sends, in that order); an
+ * edge may appear more than once (a multigraph, as in MPI).  Its
+ * collectives are MPI_Neighbor_allgather(v) and _alltoall(v) in bytes.
+ *
+ * Persistence hints (the paper's info keys; all ranks pass the same set,
+ * and a program must keep to what it asserted):
+ *   COOP_TOPO_STRICT         cdag_strict_communication: the context id
+ *                            carries nothing but this topology's traffic.
+ *   COOP_TOPO_EXACT_BYTES    cdag_exact_byte_communications: the weights
+ *                            are the byte counts of every call (the
+ *                            calls are checked: COOP_ERR_COUNT if not);
+ *                            allows the tree balancing of small messages.
+ *   COOP_TOPO_STATIC_BUFFERS cdag_static_buffers: every call of one
+ *                            kind passes the same buffers.
+ */
+typedef struct coop_topo coop_topo_t;
+
+#define COOP_TOPO_STRICT		(1u << 0)
+#define COOP_TOPO_EXACT_BYTES		(1u << 1)
+#define COOP_TOPO_STATIC_BUFFERS	(1u << 2)
+
+/*
+ * coop_topo_create - collective over all ranks of ctx: build the graph.
+ *   comm:  the context id its collectives use (0..COOP_COMM_MAX); the
+ *          application must not receive on it with wildcards.
+ *   sources[indegree], destinations[outdegree]: ranks (no PROC_NULL);
+ *   sourceweights / destweights: NULL, or a weight per edge (bytes with
+ *          COOP_TOPO_EXACT_BYTES, which requires them).
+ *   hints: COOP_TOPO_* bits.
+ * Every rank learns the whole graph (the optimizations are computed the
+ * same way on every rank, so ranks agree without more messages).
+ * Returns COOP_SUCCESS; COOP_ERR_ARG (NULL, negative degree, unknown
+ * hint bits, weights missing for EXACT_BYTES), COOP_ERR_RANK (a rank out
+ * of range), COOP_ERR_COMM, COOP_ERR_STATE (not connected): these on the
+ * calling rank only, before any message; COOP_ERR_CONFIG on every rank
+ * when the ranks' lists disagree (an edge one end does not name, weights
+ * or hints that differ); COOP_ERR_NOMEM; COOP_ERR_PEER_DEAD.
+ */
+COOP_API int coop_topo_create(coop_context_t *ctx, uint32_t comm,
+			      int indegree, const int *sources,
+			      const uint64_t *sourceweights, int outdegree,
+			      const int *destinations,
+			      const uint64_t *destweights, unsigned hints,
+			      coop_topo_t **topo);
+/* coop_topo_free - free *topo (no collective of it may be active:
+ * COOP_ERR_STATE) and set it to NULL. */
+COOP_API int coop_topo_free(coop_topo_t **topo);
+/* coop_topo_degrees - this rank's in- and out-degree (either may be
+ * NULL). */
+COOP_API int coop_topo_degrees(const coop_topo_t *topo, int *indegree,
+			       int *outdegree);
+
+/* What the optimizations made of a topology (for tests and tuning).
+ * Index [0] allgather, [1] alltoall; the plans are those of calls whose
+ * sizes are the EXACT_BYTES weights (without that hint: of any call). */
+typedef struct coop_topo_info {
+	int colors;		/* rounds of the send schedule (Welsh-Powell
+				 * colouring of the whole graph's messages) */
+	int sends[2];		/* messages this rank sends per call */
+	int forwards[2];	/* ... of them carrying other ranks' blocks */
+	int moved[2];		/* messages the tree balancing moved away
+				 * from their origin (whole graph) */
+} coop_topo_info_t;
+
+/* coop_topo_get_info - fill *info.  COOP_ERR_ARG on NULL. */
+COOP_API int coop_topo_get_info(const coop_topo_t *topo,
+				coop_topo_info_t *info);
+
+/*
+ * The collectives.  sbuf: allgather sends its sbytes to every
+ * destination; alltoall sends block j (sbytes each, or sbytes[j] at
+ * sdispls[j]) to destinations[j].  rbuf: block i (rbytes each, or
+ * rbytes[i] at rdispls[i]) comes from sources[i].  A block's sizes must
+ * agree at both ends.
+ *   coop_neighbor_*       blocking;
+ *   coop_ineighbor_*      start it, complete with coop_wait/test*;
+ *   coop_neighbor_*_init  a persistent request (coop_start, complete,
+ *                         start again; coop_request_free): the buffers
+ *                         and arrays must stay valid until it is freed.
+ * All ranks start a topology's collectives in the same order.  A
+ * collective's request has an empty status (error set).
+ * Returns COOP_SUCCESS; COOP_ERR_ARG (NULL topology, request or arrays,
+ * a NULL buffer with bytes), COOP_ERR_COUNT (sizes against the
+ * EXACT_BYTES weights, or a block that arrived with another size),
+ * COOP_ERR_TRUNCATE (a block longer than its place), COOP_ERR_PEER_DEAD
+ * (a neighbour, or a rank whose blocks this rank forwards or receives
+ * through another, died), COOP_ERR_NOMEM.
+ */
+COOP_API int coop_neighbor_allgather(coop_topo_t *topo, const void *sbuf,
+				     size_t sbytes, void *rbuf,
+				     size_t rbytes);
+COOP_API int coop_neighbor_allgatherv(coop_topo_t *topo, const void *sbuf,
+				      size_t sbytes, void *rbuf,
+				      const size_t *rbytes,
+				      const size_t *rdispls);
+COOP_API int coop_neighbor_alltoall(coop_topo_t *topo, const void *sbuf,
+				    size_t sbytes, void *rbuf, size_t rbytes);
+COOP_API int coop_neighbor_alltoallv(coop_topo_t *topo, const void *sbuf,
+				     const size_t *sbytes,
+				     const size_t *sdispls, void *rbuf,
+				     const size_t *rbytes,
+				     const size_t *rdispls);
+COOP_API int coop_ineighbor_allgather(coop_topo_t *topo, const void *sbuf,
+				      size_t sbytes, void *rbuf,
+				      size_t rbytes, coop_request_t **req);
+COOP_API int coop_ineighbor_allgatherv(coop_topo_t *topo, const void *sbuf,
+				       size_t sbytes, void *rbuf,
+				       const size_t *rbytes,
+				       const size_t *rdispls,
+				       coop_request_t **req);
+COOP_API int coop_ineighbor_alltoall(coop_topo_t *topo, const void *sbuf,
+				     size_t sbytes, void *rbuf, size_t rbytes,
+				     coop_request_t **req);
+COOP_API int coop_ineighbor_alltoallv(coop_topo_t *topo, const void *sbuf,
+				      const size_t *sbytes,
+				      const size_t *sdispls, void *rbuf,
+				      const size_t *rbytes,
+				      const size_t *rdispls,
+				      coop_request_t **req);
+COOP_API int coop_neighbor_allgather_init(coop_topo_t *topo,
+					  const void *sbuf, size_t sbytes,
+					  void *rbuf, size_t rbytes,
+					  coop_request_t **req);
+COOP_API int coop_neighbor_allgatherv_init(coop_topo_t *topo,
+					   const void *sbuf, size_t sbytes,
+					   void *rbuf, const size_t *rbytes,
+					   const size_t *rdispls,
+					   coop_request_t **req);
+COOP_API int coop_neighbor_alltoall_init(coop_topo_t *topo,
+					 const void *sbuf, size_t sbytes,
+					 void *rbuf, size_t rbytes,
+					 coop_request_t **req);
+COOP_API int coop_neighbor_alltoallv_init(coop_topo_t *topo,
+					  const void *sbuf,
+					  const size_t *sbytes,
+					  const size_t *sdispls, void *rbuf,
+					  const size_t *rbytes,
+					  const size_t *rdispls,
+					  coop_request_t **req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -114,6 +114,9 @@ static int start(struct coop_request *r)
 	uint64_t enter = coop_profile_clock(ctx);
 	int rc = COOP_SUCCESS;
 
+	if (r->kind == REQ_COLL)
+		return coop_coll_start(r);
+
 	/* profiling: a post sees what arrived before it, as the models
 	 * assume (a receive matches an RTS already there, a send sees a
 	 * CTS) */

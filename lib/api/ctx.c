@@ -64,6 +64,7 @@ static int start_progress(struct coop_context *ctx)
 
 static void ctx_free(struct coop_context *ctx)
 {
+	coop_coll_layer_fini(ctx);
 	coop_mpi_layer_fini(ctx);
 	coop_proto_layer_fini(ctx);
 	coop_core_fini(ctx);
@@ -98,6 +99,8 @@ int coop_init(const coop_init_params_t *params, coop_context_t **out)
 		rc = coop_proto_layer_init(ctx);
 	if (!rc)
 		rc = coop_mpi_layer_init(ctx);
+	if (!rc)
+		rc = coop_coll_layer_init(ctx);
 	if (!rc)
 		coop_msg_layer_init(ctx);
 	if (!rc) {

@@ -7,7 +7,7 @@
 #ifndef COOP_XFER_INT_H
 #define COOP_XFER_INT_H
 
-#include "mpi.h"
+#include "coll.h"
 
 /* COOP_SUCCESS, COOP_ERR_ARG (NULL) or COOP_ERR_STATE (not connected). */
 COOP_HIDDEN int coop_xfer_check_ctx(const struct coop_context *ctx);

@@ -41,6 +41,10 @@ struct cfg_entry {
 
 #define FIELD(f) offsetof(struct coop_config, f)
 
+static const struct cfg_word order_words[] = {
+	{ "color", 1 }, { "list", 0 }, { NULL, 0 },
+};
+
 static const struct cfg_word rndv_words[] = {
 	{ "auto", COOP_RNDV_AUTO }, { "rget", COOP_RNDV_RGET },
 	{ "rput", COOP_RNDV_RPUT }, { "rtr", COOP_RNDV_RTR },
@@ -165,6 +169,25 @@ static const struct cfg_entry table[] = {
 	  4 * KIB, 64 * GIB, NULL, 0,
 	  "COOP_RNDV=postcopy: each rank's staging area for the messages it "
 	  "receives, split evenly among the ranks that send to it" },
+	{ "COOP_NEIGHBOR_ORDER", CFG_ENUM, FIELD(nbr_order), "color", 0, 0,
+	  order_words, 1,
+	  "neighborhood collectives: the order of a rank's sends; color: "
+	  "in the rounds of the graph's Welsh-Powell colouring, each after "
+	  "the previous one completed (no receiver is a hot spot); list: "
+	  "all at once in the order of its destinations" },
+	{ "COOP_NEIGHBOR_TREE_MAX", CFG_SIZE, FIELD(nbr_tree_max), "256", 0,
+	  MIB, NULL, 1,
+	  "neighborhood collectives of a COOP_TOPO_EXACT_BYTES topology "
+	  "with blocks of at most this: tree balancing (busy senders hand "
+	  "messages to idle ranks that forward them); 0: never" },
+	{ "COOP_NEIGHBOR_TREE_T", CFG_UINT, FIELD(nbr_tree_t), "2", 0, 1024,
+	  NULL, 1,
+	  "tree balancing: stop when the busiest and the idlest rank's "
+	  "sends differ by at most this (the paper's t)" },
+	{ "COOP_NEIGHBOR_TREE_LO", CFG_UINT, FIELD(nbr_tree_lo), "1", 0, 1024,
+	  NULL, 1,
+	  "tree balancing: ceil(L/o), the messages a sender sends itself "
+	  "while a forwarder's copy is on its way" },
 	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
 	  "off: never copy across processes in one step, pipeline large "
 	  "messages through bounce buffers; auto: probe at connect (shm "

@@ -58,6 +58,10 @@ struct coop_config {
 	size_t offload_busy;	/* COOP_OFFLOAD_BUSY */
 	size_t precopy_bytes;	/* COOP_PRECOPY_BYTES */
 	size_t postcopy_bytes;	/* COOP_POSTCOPY_BYTES */
+	size_t nbr_tree_max;	/* COOP_NEIGHBOR_TREE_MAX */
+	unsigned nbr_tree_t;	/* COOP_NEIGHBOR_TREE_T */
+	unsigned nbr_tree_lo;	/* COOP_NEIGHBOR_TREE_LO */
+	int nbr_order;		/* COOP_NEIGHBOR_ORDER: 1 colour, 0 list */
 	unsigned verbose;	/* COOP_VERBOSE */
 	int provider;		/* COOP_PROVIDER: enum coop_provider_choice */
 	unsigned ring_slots;	/* COOP_RING_SLOTS */

@@ -36,9 +36,11 @@ struct coop_job;
 struct coop_msgdesc;		/* protocols/proto.h */
 struct coop_proto_state;	/* protocols/proto.h */
 struct coop_mpi_state;		/* mpi/mpi.h */
+struct coop_coll_state;		/* coll/coll.h */
 
-/* Request kinds: MPI sends and receives, copy jobs of coopmpi_xfer.h */
-enum { REQ_SEND = 1, REQ_RECV = 2, REQ_XFER = 3 };
+/* Request kinds: MPI sends and receives, copy jobs of coopmpi_xfer.h,
+ * neighborhood collectives (coll/) */
+enum { REQ_SEND = 1, REQ_RECV = 2, REQ_XFER = 3, REQ_COLL = 4 };
 
 /* A request flag of the library's own, beside the user's COOP_SEND_* and
  * COOP_F_* in r->flags: the inner send of a buffered send. */
@@ -174,6 +176,9 @@ struct coop_request {
 	/* called at completion instead of the user's handling: the owner
 	 * (a buffered send's inner request) takes the request over */
 	void (*complete_cb)(struct coop_request *r);
+	/* called when the request is freed: its owner's state goes too (a
+	 * collective's schedule) */
+	void (*free_cb)(struct coop_request *r);
 	/* the message (MPI semantics) */
 	unsigned flags;		/* user flags (mode, COOP_F_BLOCKING) */
 	int peer;		/* dest / source (may be COOP_ANY_SOURCE) */
@@ -268,17 +273,28 @@ COOP_HIDDEN void coop_on_peer_gone(struct coop_context *ctx,
 				   coop_peer_gone_cb cb);
 
 /* Calls of the core into the layers above (NULL: none). */
+enum coop_up_slot { COOP_UP_DMA, COOP_UP_COLL, COOP_UP_SLOTS };
+
 struct coop_upcalls {
 	/* r leaves the higher layer's queue it is on (r->link): it failed,
 	 * or a FIN completed it before it matched.  NULL: plain unlinking. */
 	void (*unlink)(struct coop_request *r);
-	/* More progress of a higher layer, run by every progress step (the
-	 * offload engine's completions and notifications): events handled. */
-	int (*progress)(struct coop_context *ctx);
-	/* Has that layer work that ends without a message to us?  Blocked
-	 * callers then sleep at most 1 ms at a time. */
-	int (*silent_work)(const struct coop_context *ctx);
+	/* Per slot (enum coop_up_slot), set while that layer has work:
+	 * more progress, run by every progress step (the offload engine's
+	 * completions and notifications, the collectives' schedules):
+	 * events handled; and whether it has work that ends without a
+	 * message to us (blocked callers then sleep at most 1 ms at a
+	 * time; NULL: none). */
+	int (*progress[COOP_UP_SLOTS])(struct coop_context *ctx);
+	int (*silent_work[COOP_UP_SLOTS])(const struct coop_context *ctx);
+	unsigned nprogress;	/* slots set */
 };
+
+/* Set (progress non-NULL) or clear slot's upcalls. */
+COOP_HIDDEN void coop_upcall_set(struct coop_context *ctx,
+				 enum coop_up_slot slot,
+				 int (*progress)(struct coop_context *ctx),
+				 int (*silent)(const struct coop_context *ctx));
 
 /* ---------------- the context ---------------- */
 
@@ -350,6 +366,7 @@ struct coop_context {
 	/* their state */
 	struct coop_proto_state *proto;
 	struct coop_mpi_state *mpi;
+	struct coop_coll_state *coll;
 	/* threads (lock.c, async.c) */
 	int mt;			/* lock: COOP_THREAD_MULTIPLE or a thread */
 	unsigned lock_depth;	/* how often the holder took the lock */

@@ -301,8 +301,27 @@ static void idle_poll(struct coop_context *ctx)
 static inline int progress_idle(const struct coop_context *ctx)
 {
 	return !(ctx->event_armed | ctx->deaths | ctx->nbacklogged) &&
-	       dlist_empty(&ctx->jobs) && !ctx->up.progress &&
+	       dlist_empty(&ctx->jobs) && !ctx->up.nprogress &&
 	       !coop_ring_ready(ctx->prov.rx);
+}
+
+void coop_upcall_set(struct coop_context *ctx, enum coop_up_slot slot,
+		     int (*progress)(struct coop_context *ctx),
+		     int (*silent)(const struct coop_context *ctx))
+{
+	ctx->up.nprogress += !ctx->up.progress[slot] - !progress;
+	ctx->up.progress[slot] = progress;
+	ctx->up.silent_work[slot] = progress ? silent : NULL;
+}
+
+static int upcalls_progress(struct coop_context *ctx)
+{
+	int i, n = 0;
+
+	for (i = 0; i < COOP_UP_SLOTS; i++)
+		if (ctx->up.progress[i])
+			n += ctx->up.progress[i](ctx);
+	return n;
 }
 
 int coop_progress_once(struct coop_context *ctx)
@@ -329,8 +348,8 @@ int coop_progress_once(struct coop_context *ctx)
 		n += backlog_flush(ctx);
 	if (!dlist_empty(&ctx->jobs))
 		n += coop_job_step(ctx);
-	if (unlikely(ctx->up.progress != NULL))
-		n += ctx->up.progress(ctx);
+	if (unlikely(ctx->up.nprogress))
+		n += upcalls_progress(ctx);
 	if (!n)
 		idle_poll(ctx);
 	return n;
@@ -345,8 +364,14 @@ int coop_progress_once(struct coop_context *ctx)
  */
 static int silent_work(const struct coop_context *ctx)
 {
-	return !dlist_empty(&ctx->jobs) || ctx->nbacklogged ||
-	       (ctx->up.silent_work && ctx->up.silent_work(ctx));
+	int i;
+
+	if (!dlist_empty(&ctx->jobs) || ctx->nbacklogged)
+		return 1;
+	for (i = 0; i < COOP_UP_SLOTS; i++)
+		if (ctx->up.silent_work[i] && ctx->up.silent_work[i](ctx))
+			return 1;
+	return 0;
 }
 
 int coop_work_pending(const struct coop_context *ctx)

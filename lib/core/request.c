@@ -32,6 +32,8 @@ void coop_req_free(struct coop_request *r)
 {
 	if (r->is_static)
 		return;
+	if (r->free_cb)
+		r->free_cb(r);
 	coop_pool_put(&r->ctx->reqs, r);
 }
 

@@ -113,8 +113,7 @@ static struct coop_dma *dma_get(struct coop_context *ctx)
 		d->freel[i] = NOTE_SLOTS - 1 - i;
 	d->nfree = NOTE_SLOTS;
 	ctx->proto->dma = d;
-	ctx->up.progress = dma_progress;
-	ctx->up.silent_work = dma_busy;
+	coop_upcall_set(ctx, COOP_UP_DMA, dma_progress, dma_busy);
 	return d;
 }
 
@@ -189,8 +188,7 @@ void coop_dma_fini(struct coop_context *ctx)
 	free(d->area);
 	free(d);
 	ctx->proto->dma = NULL;
-	ctx->up.progress = NULL;
-	ctx->up.silent_work = NULL;
+	coop_upcall_set(ctx, COOP_UP_DMA, NULL, NULL);
 }
 
 int coop_dma_usable(const struct coop_context *ctx)

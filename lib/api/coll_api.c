@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * coll_api.c - the public calls of neighborhood collectives (coll/):
+ * topologies and the allgather/alltoall family in its blocking,
+ * nonblocking and persistent forms.
+ */
+#include "xfer_int.h"
+
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+
+static int topo_create_locked(coop_context_t *ctx, uint32_t comm, int indeg,
+			      const int *src, const uint64_t *sw, int outdeg,
+			      const int *dst, const uint64_t *dw,
+			      unsigned hints, coop_topo_t **topo)
+{
+	return coop_topo_create_locked(ctx, comm, indeg, src, sw, outdeg, dst,
+				       dw, hints, topo);
+}
+
+int coop_topo_create(coop_context_t *ctx, uint32_t comm, int indegree,
+		     const int *sources, const uint64_t *sourceweights,
+		     int outdegree, const int *destinations,
+		     const uint64_t *destweights, unsigned hints,
+		     coop_topo_t **topo)
+{
+	COOP_LOCKED(ctx, topo_create_locked(ctx, comm, indegree, sources,
+					    sourceweights, outdegree,
+					    destinations, destweights, hints,
+					    topo));
+}
+
+static int topo_free_locked(coop_topo_t **topo)
+{
+	int rc = coop_topo_free_locked(*topo);
+
+	if (!rc)
+		*topo = NULL;
+	return rc;
+}
+
+int coop_topo_free(coop_topo_t **topo)
+{
+	if (!topo || !*topo)
+		return COOP_ERR_ARG;
+	COOP_LOCKED((*topo)->ctx, topo_free_locked(topo));
+}
+
+int coop_topo_degrees(const coop_topo_t *topo, int *indegree, int *outdegree)
+{
+	if (!topo)
+		return COOP_ERR_ARG;
+	if (indegree)
+		*indegree = topo->indeg;
+	if (outdegree)
+		*outdegree = topo->outdeg;
+	return COOP_SUCCESS;
+}
+
+int coop_topo_get_info(const coop_topo_t *topo, coop_topo_info_t *info)
+{
+	if (!topo || !info)
+		return COOP_ERR_ARG;
+	coop_topo_info_fill(topo, info);
+	return COOP_SUCCESS;
+}
+
+/* ---------------- the collectives ---------------- */
+
+static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
+		      coop_request_t **req, int mode)
+{
+	coop_request_t *r = NULL;
+	int rc;
+
+	if (!t || (mode != BLOCKING && !req))
+		return COOP_ERR_ARG;
+	rc = coop_nbr_call(t, a, &r, mode == PERSISTENT);
+	if (rc)
+		return rc;
+	if (mode != BLOCKING) {
+		*req = r;
+		return COOP_SUCCESS;
+	}
+	return coop_wait_locked(&r, NULL);
+}
+
+static int nbr(coop_topo_t *t, const struct nbr_args *a, coop_request_t **req,
+	       int mode)
+{
+	COOP_LOCKED(t ? t->ctx : NULL, nbr_locked(t, a, req, mode));
+}
+
+static int allgather(coop_topo_t *t, const void *sbuf, size_t sbytes,
+		     void *rbuf, size_t rbytes, const size_t *rcounts,
+		     const size_t *rdispls, coop_request_t **req, int mode)
+{
+	struct nbr_args a = { .op = NBR_ALLGATHER, .sbuf = sbuf,
+			      .sbytes = sbytes, .rbuf = rbuf,
+			      .rbytes = rbytes, .rcounts = rcounts,
+			      .rdispls = rdispls };
+
+	return nbr(t, &a, req, mode);
+}
+
+static int alltoall(coop_topo_t *t, const void *sbuf, size_t sbytes,
+		    const size_t *scounts, const size_t *sdispls, void *rbuf,
+		    size_t rbytes, const size_t *rcounts,
+		    const size_t *rdispls, coop_request_t **req, int mode)
+{
+	struct nbr_args a = { .op = NBR_ALLTOALL, .sbuf = sbuf,
+			      .sbytes = sbytes, .scounts = scounts,
+			      .sdispls = sdispls, .rbuf = rbuf,
+			      .rbytes = rbytes, .rcounts = rcounts,
+			      .rdispls = rdispls };
+
+	if ((scounts && !sdispls) || (!scounts && sdispls))
+		return COOP_ERR_ARG;
+	return nbr(t, &a, req, mode);
+}
+
+int coop_neighbor_allgather(coop_topo_t *topo, const void *sbuf,
+			    size_t sbytes, void *rbuf, size_t rbytes)
+{
+	return allgather(topo, sbuf, sbytes, rbuf, rbytes, NULL, NULL, NULL,
+			 BLOCKING);
+}
+
+int coop_neighbor_allgatherv(coop_topo_t *topo, const void *sbuf,
+			     size_t sbytes, void *rbuf, const size_t *rbytes,
+			     const size_t *rdispls)
+{
+	if (!rbytes || !rdispls)
+		return COOP_ERR_ARG;
+	return allgather(topo, sbuf, sbytes, rbuf, 0, rbytes, rdispls, NULL,
+			 BLOCKING);
+}
+
+int coop_neighbor_alltoall(coop_topo_t *topo, const void *sbuf,
+			   size_t sbytes, void *rbuf, size_t rbytes)
+{
+	return alltoall(topo, sbuf, sbytes, NULL, NULL, rbuf, rbytes, NULL,
+			NULL, NULL, BLOCKING);
+}
+
+int coop_neighbor_alltoallv(coop_topo_t *topo, const void *sbuf,
+			    const size_t *sbytes, const size_t *sdispls,
+			    void *rbuf, const size_t *rbytes,
+			    const size_t *rdispls)
+{
+	if (!sbytes || !rbytes || !rdispls)
+		return COOP_ERR_ARG;
+	return alltoall(topo, sbuf, 0, sbytes, sdispls, rbuf, 0, rbytes,
+			rdispls, NULL, BLOCKING);
+}
+
+int coop_ineighbor_allgather(coop_topo_t *topo, const void *sbuf,
+			     size_t sbytes, void *rbuf, size_t rbytes,
+			     coop_request_t **req)
+{
+	return allgather(topo, sbuf, sbytes, rbuf, rbytes, NULL, NULL, req,
+			 NONBLOCKING);
+}
+
+int coop_ineighbor_allgatherv(coop_topo_t *topo, const void *sbuf,
+			      size_t sbytes, void *rbuf, const size_t *rbytes,
+			      const size_t *rdispls, coop_request_t **req)
+{
+	if (!rbytes || !rdispls)
+		return COOP_ERR_ARG;
+	return allgather(topo, sbuf, sbytes, rbuf, 0, rbytes, rdispls, req,
+			 NONBLOCKING);
+}
+
+int coop_ineighbor_alltoall(coop_topo_t *topo, const void *sbuf,
+			    size_t sbytes, void *rbuf, size_t rbytes,
+			    coop_request_t **req)
+{
+	return alltoall(topo, sbuf, sbytes, NULL, NULL, rbuf, rbytes, NULL,
+			NULL, req, NONBLOCKING);
+}
+
+int coop_ineighbor_alltoallv(coop_topo_t *topo, const void *sbuf,
+			     const size_t *sbytes, const size_t *sdispls,
+			     void *rbuf, const size_t *rbytes,
+			     const size_t *rdispls, coop_request_t **req)
+{
+	if (!sbytes || !rbytes || !rdispls)
+		return COOP_ERR_ARG;
+	return alltoall(topo, sbuf, 0, sbytes, sdispls, rbuf, 0, rbytes,
+			rdispls, req, NONBLOCKING);
+}
+
+int coop_neighbor_allgather_init(coop_topo_t *topo, const void *sbuf,
+				 size_t sbytes, void *rbuf, size_t rbytes,
+				 coop_request_t **req)
+{
+	return allgather(topo, sbuf, sbytes, rbuf, rbytes, NULL, NULL, req,
+			 PERSISTENT);
+}
+
+int coop_neighbor_allgatherv_init(coop_topo_t *topo, const void *sbuf,
+				  size_t sbytes, void *rbuf,
+				  const size_t *rbytes, const size_t *rdispls,
+				  coop_request_t **req)
+{
+	if (!rbytes || !rdispls)
+		return COOP_ERR_ARG;
+	return allgather(topo, sbuf, sbytes, rbuf, 0, rbytes, rdispls, req,
+			 PERSISTENT);
+}
+
+int coop_neighbor_alltoall_init(coop_topo_t *topo, const void *sbuf,
+				size_t sbytes, void *rbuf, size_t rbytes,
+				coop_request_t **req)
+{
+	return alltoall(topo, sbuf, sbytes, NULL, NULL, rbuf, rbytes, NULL,
+			NULL, req, PERSISTENT);
+}
+
+int coop_neighbor_alltoallv_init(coop_topo_t *topo, const void *sbuf,
+				 const size_t *sbytes, const size_t *sdispls,
+				 void *rbuf, const size_t *rbytes,
+				 const size_t *rdispls, coop_request_t **req)
+{
+	if (!sbytes || !rbytes || !rdispls)
+		return COOP_ERR_ARG;
+	return alltoall(topo, sbuf, 0, sbytes, sdispls, rbuf, 0, rbytes,
+			rdispls, req, PERSISTENT);
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * coll.h - neighborhood collectives [Hoefler] on top of the MPI layer:
+ * topologies, their message plans (Welsh-Powell colouring, tree
+ * balancing) and the DAG scheduler that runs a plan.  File map:
+ * README.md here.
+ *
+ * A plan is the whole graph's list of transfers (one message each),
+ * computed the same way on every rank from the gathered graph, so no
+ * rank needs to tell another what it will send.  A transfer carries one
+ * or more blocks; a block is the data of one graph edge (origin's send
+ * block for that edge, delivered into the destination's receive block).
+ * This rank's part of a plan is a DAG of vertices (receive, send, pack,
+ * unpack) that an instance runs for one call.
+ */
+#ifndef COOP_COLL_H
+#define COOP_COLL_H
+
+#include "mpi.h"
+
+enum coop_nbr_op { NBR_ALLGATHER, NBR_ALLTOALL, NBR_OPS };
+
+/* ---------------- the graph (topo.c) ---------------- */
+
+struct coop_graph {
+	int n;			/* ranks */
+	uint32_t *out_off;	/* [n + 1]: rank i's edges are
+				 * [out_off[i], out_off[i + 1]) */
+	int *to;		/* [E] an edge's destination */
+	uint64_t *weight;	/* [E] or NULL */
+	int *from;		/* [E] an edge's origin */
+	uint32_t *slot;		/* [E] its place in the origin's list */
+	uint32_t *rslot;	/* [E] its place in the destination's
+				 * sources (k-th o->d edge: k-th o there) */
+	uint32_t *in_deg;	/* [n] */
+	uint32_t nedges;
+};
+
+struct nbr_plan;
+
+struct coop_topo {
+	struct coop_context *ctx;
+	uint16_t comm;
+	unsigned hints;
+	int indeg, outdeg;
+	struct coop_graph g;
+	uint32_t ncolors;
+	uint32_t *edge_color;	/* [E] Welsh-Powell colour of edge e */
+	uint64_t *in_weight;	/* [indeg] our sources' weights, or NULL */
+	/* per op: the plan of calls with the EXACT_BYTES sizes (balanced
+	 * when small), or of calls of any sizes */
+	struct nbr_plan *plan[NBR_OPS];
+	uint32_t seq;		/* collectives started (tags) */
+	unsigned active;	/* instances started, not finished */
+	unsigned nreqs;		/* requests of it not freed */
+};
+
+/* ---------------- plans (plan.c, balance.c, color.c) ---------------- */
+
+/* Where a vertex's bytes are: the user's send block (slot: destination
+ * index; allgather: the one send buffer), receive block (source index),
+ * or the instance's scratch area (an offset). */
+enum nbr_space { SP_SEND, SP_RECV, SP_TEMP };
+
+struct nbr_ref {
+	uint8_t space;
+	uint32_t slot;
+	uint64_t off;		/* SP_TEMP: the offset */
+	uint64_t len;		/* SP_TEMP: the length */
+};
+
+enum nbr_vkind { V_RECV, V_SEND, V_PACK };
+
+struct nbr_vertex {
+	uint8_t kind;
+	int peer;		/* V_RECV/V_SEND */
+	uint32_t xfer;		/* the transfer (tags) */
+	struct nbr_ref ref;	/* the message's bytes */
+	uint32_t nsegs, seg0;	/* V_PACK: copies segs[seg0 .. +nsegs) */
+	uint32_t ndeps;		/* predecessors */
+	uint32_t nsucc, succ0;	/* successors: succ[succ0 .. +nsucc) */
+};
+
+struct nbr_seg {		/* one copy of a pack */
+	struct nbr_ref src, dst;
+};
+
+/* A transfer of the whole graph's plan. */
+struct nbr_xfer {
+	int from, to;
+	uint32_t blk0, nblk;	/* blocks: blk[blk0 .. +nblk), edge ids */
+	uint32_t color;
+};
+
+struct nbr_plan {
+	enum coop_nbr_op op;
+	uint64_t block;		/* uniform block bytes; UINT64_MAX: per call */
+	/* whole graph */
+	struct nbr_xfer *xf;
+	uint32_t nxf;
+	uint32_t *blk;		/* edge ids */
+	uint32_t nblk;
+	uint32_t moved;		/* transfers the balancing moved */
+	/* this rank's DAG */
+	struct nbr_vertex *v;
+	uint32_t nv;
+	uint32_t *succ;
+	struct nbr_seg *seg;
+	uint32_t nsegs;
+	uint64_t temp;		/* scratch bytes an instance needs */
+	uint32_t sends, forwards;
+};
+
+/* The global graph's transfers for op with uniform block bytes (balanced
+ * when the topology's hints and block allow), coloured, and this rank's
+ * DAG; NULL: out of memory. */
+COOP_HIDDEN struct nbr_plan *coop_nbr_plan_build(const struct coop_topo *t,
+						 enum coop_nbr_op op,
+						 uint64_t block);
+COOP_HIDDEN void coop_nbr_plan_free(struct nbr_plan *p);
+
+/* color.c: colours of the transfers xf[0..n): no two with the same
+ * colour share a sender or a receiver (Welsh-Powell: most conflicting
+ * first, each the least colour free at both ends).  The number of
+ * colours, or 0 when out of memory. */
+COOP_HIDDEN uint32_t coop_nbr_color(struct nbr_xfer *xf, uint32_t n,
+				    int nranks);
+
+/* balance.c: the tree balancing of small messages (the paper's
+ * II-B1): moves transfers from the rank with the most to the one with
+ * the fewest while they differ by more than t; xf/blk grow (realloc).
+ * The number of transfers moved, or -1 when out of memory. */
+struct nbr_balance {
+	struct nbr_xfer *xf;
+	uint32_t nxf, capxf;
+	uint32_t *blk;
+	uint32_t nblk, capblk;
+};
+COOP_HIDDEN int coop_nbr_balance(const struct coop_graph *g,
+				 enum coop_nbr_op op, uint64_t block,
+				 struct nbr_balance *b,
+				 const struct coop_config *cfg);
+
+/* ---------------- running a plan (sched.c) ---------------- */
+
+/* One call's buffers (v variants: arrays; else uniform bytes). */
+struct nbr_args {
+	enum coop_nbr_op op;
+	const char *sbuf;
+	char *rbuf;
+	size_t sbytes, rbytes;	/* uniform */
+	const size_t *scounts, *sdispls, *rcounts, *rdispls;	/* v */
+};
+
+/* A collective request of t running plan p over a (a persistent one:
+ * started by coop_coll_start).  COOP error. */
+COOP_HIDDEN int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
+				  const struct nbr_args *a, int persistent,
+				  struct coop_request **out);
+/* (Re)start collective request r: COOP error. */
+COOP_HIDDEN int coop_coll_start(struct coop_request *r);
+
+/* ---------------- entry points (nbr.c, topo.c) ---------------- */
+
+COOP_HIDDEN int coop_coll_layer_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_coll_layer_fini(struct coop_context *ctx);
+COOP_HIDDEN int coop_topo_create_locked(struct coop_context *ctx,
+					uint32_t comm, int indeg,
+					const int *src, const uint64_t *sw,
+					int outdeg, const int *dst,
+					const uint64_t *dw, unsigned hints,
+					struct coop_topo **out);
+COOP_HIDDEN int coop_topo_free_locked(struct coop_topo *t);
+/* A collective call: blocking (req NULL), nonblocking, or persistent. */
+COOP_HIDDEN int coop_nbr_call(struct coop_topo *t, const struct nbr_args *a,
+			      coop_request_t **req, int persistent);
+COOP_HIDDEN void coop_topo_info_fill(const struct coop_topo *t,
+				     coop_topo_info_t *info);
+
+/* xchg.c: blocking internal messages on comm (tags of the library's),
+ * for topology creation: COOP error. */
+COOP_HIDDEN int coop_coll_send(struct coop_context *ctx, const void *buf,
+			       size_t len, int dest, int tag, uint16_t comm);
+COOP_HIDDEN int coop_coll_recv(struct coop_context *ctx, void *buf,
+			       size_t cap, int src, int tag, uint16_t comm,
+			       size_t *got);
+
+#endif

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nbr.c - a neighborhood collective call: its arguments checked (on the
+ * calling rank, before any message), then a request running the op's
+ * plan.  With COOP_TOPO_EXACT_BYTES every block must have its edge's
+ * weight: the plan's scratch layout and balancing rely on it.
+ */
+#include "coll.h"
+
+/* Blocks of the send (out) or receive (in) side: sizes and buffer
+ * (allgather's one send block counts once per destination). */
+static int check_side(int deg, const void *buf, size_t uniform,
+		      const size_t *counts, const size_t *displs,
+		      const uint64_t *weights)
+{
+	int i;
+
+	if (deg && counts && !displs)
+		return COOP_ERR_ARG;
+	for (i = 0; i < deg; i++) {
+		size_t n = counts ? counts[i] : uniform;
+
+		if (n && !buf)
+			return COOP_ERR_ARG;
+		if (weights && n != weights[i])
+			return COOP_ERR_COUNT;
+	}
+	return COOP_SUCCESS;
+}
+
+static int check_call(const struct coop_topo *t, const struct nbr_args *a)
+{
+	int exact = !!(t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight;
+	const struct coop_graph *g = &t->g;
+	int rc;
+
+	rc = check_side(t->outdeg, a->sbuf, a->sbytes, a->scounts, a->sdispls,
+			exact ? g->weight + g->out_off[t->ctx->rank] : NULL);
+	return rc ? rc : check_side(t->indeg, a->rbuf, a->rbytes, a->rcounts,
+				    a->rdispls, exact ? t->in_weight : NULL);
+}
+
+int coop_nbr_call(struct coop_topo *t, const struct nbr_args *a,
+		  coop_request_t **req, int persistent)
+{
+	struct coop_request *r;
+	int rc;
+
+	if (!t || !req)
+		return COOP_ERR_ARG;
+	rc = check_call(t, a);
+	if (!rc)
+		rc = coop_coll_request(t, t->plan[a->op], a, persistent, &r);
+	if (rc)
+		return rc;
+	*req = r;
+	return persistent ? COOP_SUCCESS : coop_coll_start(r);
+}

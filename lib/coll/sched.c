@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * sched.c - the DAG scheduler [Hoefler, III-C2]: an instance runs this
+ * rank's part of a plan for one call.  Vertices without predecessors
+ * start at once; each receive and send is an MPI-layer request whose
+ * completion callback queues its vertex; the progress upcall (or the
+ * start itself) takes queued vertices off, releases their successors and
+ * starts those that have no predecessor left: a wave front through the
+ * DAG (the paper's active queue).  Packs copy at once.
+ *
+ * Failure: a failed vertex fails the instance and poisons its
+ * successors; a poisoned send still goes, with no bytes, so a rank that
+ * waits for blocks we forward learns of the failure instead of waiting
+ * for ever (a receive that gets no bytes where it expected some fails
+ * with COOP_ERR_PEER_DEAD).
+ *
+ * Tags: transfer id << SEQ_BITS | the call's sequence number, so calls
+ * of one topology in flight together never take each other's messages.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+#define SEQ_BITS 8
+#define MAX_XFERS (1u << (31 - SEQ_BITS))
+
+struct vref {
+	struct nbr_inst *in;
+	uint32_t v;
+};
+
+struct nbr_inst {
+	struct coop_topo *t;
+	const struct nbr_plan *p;
+	struct nbr_args a;
+	struct coop_request *req;	/* the user's */
+	char *temp;
+	uint32_t *deps;		/* [nv] predecessors left */
+	uint8_t *poisoned;	/* [nv] a predecessor failed */
+	struct vref *refs;	/* [nv] the children's owner_data */
+	uint32_t *doneq;	/* [nv] finished, successors not released */
+	int *doneerr;		/* [nv] their errors */
+	uint32_t ndone, finished;
+	int err;
+	uint16_t seq;
+	struct dlist link;	/* on the ready list */
+};
+
+struct coop_coll_state {
+	struct dlist ready;	/* instances with queued vertices */
+	unsigned running;	/* instances started, not finished */
+};
+
+/* ---------------- bytes of a vertex ---------------- */
+
+static char *ref_addr(const struct nbr_inst *in, const struct nbr_ref *r,
+		      size_t *len)
+{
+	const struct nbr_args *a = &in->a;
+
+	switch (r->space) {
+	case SP_SEND:
+		if (a->op == NBR_ALLGATHER || !a->scounts) {
+			*len = a->sbytes;
+			return (char *)(uintptr_t)a->sbuf +
+			       (a->op == NBR_ALLGATHER ? 0 :
+				(size_t)r->slot * a->sbytes);
+		}
+		*len = a->scounts[r->slot];
+		return (char *)(uintptr_t)a->sbuf + a->sdispls[r->slot];
+	case SP_RECV:
+		*len = a->rcounts ? a->rcounts[r->slot] : a->rbytes;
+		return a->rbuf + (a->rcounts ? a->rdispls[r->slot] :
+				  (size_t)r->slot * a->rbytes);
+	default:
+		*len = r->len;
+		return in->temp + r->off;
+	}
+}
+
+/* ---------------- vertices ---------------- */
+
+static void queue_done(struct nbr_inst *in, uint32_t v, int err)
+{
+	struct coop_context *ctx = in->t->ctx;
+
+	in->doneerr[in->ndone] = err;
+	in->doneq[in->ndone++] = v;
+	if (!dlist_linked(&in->link))
+		dlist_add_tail(&ctx->coll->ready, &in->link);
+}
+
+/* A child request ended: its vertex is done (the request goes). */
+static void child_done(struct coop_request *r)
+{
+	struct vref *ref = r->owner_data;
+	struct nbr_inst *in = ref->in;
+	int err = r->err;
+
+	if (!err && r->kind == REQ_RECV && r->status.count != r->len)
+		err = r->status.count ? COOP_ERR_COUNT : COOP_ERR_PEER_DEAD;
+	coop_req_free(r);
+	queue_done(in, ref->v, err);
+}
+
+static int start_child(struct nbr_inst *in, uint32_t v)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	struct coop_context *ctx = in->t->ctx;
+	struct coop_request *r;
+	size_t len;
+	char *buf = ref_addr(in, &vx->ref, &len);
+	int rc = COOP_SUCCESS;
+
+	r = coop_req_new(ctx, vx->kind == V_RECV ? REQ_RECV : REQ_SEND);
+	if (!r)
+		return COOP_ERR_NOMEM;
+	r->buf = buf;
+	r->len = vx->kind == V_SEND && in->poisoned[v] ? 0 : len;
+	r->peer = vx->peer;
+	r->tag = (int)(vx->xfer << SEQ_BITS | in->seq);
+	r->comm = in->t->comm;
+	r->complete_cb = child_done;
+	r->owner_data = &in->refs[v];
+	coop_req_activate(r);
+	if (vx->kind == V_RECV)
+		coop_p2p_recv_post(ctx, r);
+	else
+		rc = coop_p2p_send_start(ctx, r);
+	if (rc && !r->complete)
+		coop_req_fail(r, rc);	/* queues the vertex, failed */
+	return COOP_SUCCESS;
+}
+
+static void run_pack(struct nbr_inst *in, uint32_t v)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	uint32_t i;
+	size_t n, m;
+
+	for (i = 0; !in->poisoned[v] && i < vx->nsegs; i++) {
+		const struct nbr_seg *s = &in->p->seg[vx->seg0 + i];
+		char *dst = ref_addr(in, &s->dst, &n);
+		const char *src = ref_addr(in, &s->src, &m);
+
+		memcpy(dst, src, COOP_MIN(n, m));
+	}
+	queue_done(in, v, COOP_SUCCESS);
+}
+
+static void run_vertex(struct nbr_inst *in, uint32_t v)
+{
+	int rc;
+
+	if (in->p->v[v].kind == V_PACK) {
+		run_pack(in, v);
+		return;
+	}
+	rc = start_child(in, v);
+	if (rc)
+		queue_done(in, v, rc);
+}
+
+/* ---------------- the wave front ---------------- */
+
+static void finish(struct nbr_inst *in)
+{
+	struct coop_context *ctx = in->t->ctx;
+
+	in->t->active--;
+	if (!--ctx->coll->running)
+		coop_upcall_set(ctx, COOP_UP_COLL, NULL, NULL);
+	if (in->err)
+		coop_req_set_error(in->req, in->err);
+	coop_req_event(in->req, EV_LOCAL);
+}
+
+/* Release the successors of the queued vertices: the number taken. */
+static int drain(struct nbr_inst *in)
+{
+	const struct nbr_plan *p = in->p;
+	uint32_t v, i;
+	int err, n = 0;
+
+	while (in->ndone) {
+		v = in->doneq[--in->ndone];
+		err = in->doneerr[in->ndone];
+		if (err && !in->err)
+			in->err = err;
+		in->finished++;
+		n++;
+		for (i = 0; i < p->v[v].nsucc; i++) {
+			uint32_t s = p->succ[p->v[v].succ0 + i];
+
+			in->poisoned[s] |= err || in->poisoned[v];
+			if (!--in->deps[s])
+				run_vertex(in, s);
+		}
+	}
+	if (dlist_linked(&in->link))
+		dlist_del(&in->link);
+	if (in->finished == p->nv)
+		finish(in);
+	return n;
+}
+
+static int coll_progress(struct coop_context *ctx)
+{
+	struct dlist *ready = &ctx->coll->ready;
+	int n = 0;
+
+	while (!dlist_empty(ready))
+		n += drain(container_of(ready->next, struct nbr_inst, link));
+	return n;
+}
+
+/* ---------------- instances and their requests ---------------- */
+
+static void inst_free(struct nbr_inst *in)
+{
+	free(in->temp);
+	free(in->deps);
+	free(in->poisoned);
+	free(in->refs);
+	free(in->doneq);
+	free(in->doneerr);
+	free(in);
+}
+
+static struct nbr_inst *inst_new(struct coop_topo *t,
+				 const struct nbr_plan *p,
+				 const struct nbr_args *a)
+{
+	struct nbr_inst *in = calloc(1, sizeof(*in));
+	size_t nv = p->nv ? p->nv : 1;
+	uint32_t v;
+
+	if (!in)
+		return NULL;
+	in->t = t;
+	in->p = p;
+	in->a = *a;
+	in->temp = p->temp ? malloc(p->temp) : NULL;
+	in->deps = malloc(nv * sizeof(*in->deps));
+	in->poisoned = malloc(nv);
+	in->refs = malloc(nv * sizeof(*in->refs));
+	in->doneq = malloc(nv * sizeof(*in->doneq));
+	in->doneerr = malloc(nv * sizeof(*in->doneerr));
+	dlist_init(&in->link);
+	if ((p->temp && !in->temp) || !in->deps || !in->poisoned ||
+	    !in->refs || !in->doneq || !in->doneerr) {
+		inst_free(in);
+		return NULL;
+	}
+	for (v = 0; v < p->nv; v++)
+		in->refs[v] = (struct vref){ in, v };
+	return in;
+}
+
+static void req_gone(struct coop_request *r)
+{
+	struct nbr_inst *in = r->owner_data;
+
+	in->t->nreqs--;
+	inst_free(in);
+	r->owner_data = NULL;
+}
+
+int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
+		      const struct nbr_args *a, int persistent,
+		      struct coop_request **out)
+{
+	struct coop_request *r;
+	struct nbr_inst *in;
+
+	if (p->nxf >= MAX_XFERS)
+		return COOP_ERR_UNSUPPORTED;
+	in = inst_new(t, p, a);
+	r = in ? coop_req_new(t->ctx, REQ_COLL) : NULL;
+	if (!r) {
+		if (in)
+			inst_free(in);
+		return COOP_ERR_NOMEM;
+	}
+	r->peer = COOP_ANY_SOURCE;
+	r->tag = COOP_ANY_TAG;
+	r->comm = t->comm;
+	r->owner_data = in;
+	r->free_cb = req_gone;
+	r->persistent = (uint8_t)persistent;
+	r->complete = 1;	/* inactive until started */
+	in->req = r;
+	t->nreqs++;
+	*out = r;
+	return COOP_SUCCESS;
+}
+
+int coop_coll_start(struct coop_request *r)
+{
+	struct nbr_inst *in = r->owner_data;
+	struct coop_context *ctx = r->ctx;
+	const struct nbr_plan *p = in->p;
+	uint32_t v;
+
+	coop_req_activate(r);
+	r->status.count = 0;
+	r->pending = EV_LOCAL;
+	in->seq = (uint16_t)(in->t->seq++ & ((1u << SEQ_BITS) - 1));
+	in->ndone = in->finished = 0;
+	in->err = COOP_SUCCESS;
+	memset(in->poisoned, 0, p->nv ? p->nv : 1);
+	for (v = 0; v < p->nv; v++)
+		in->deps[v] = p->v[v].ndeps;
+	in->t->active++;
+	if (!ctx->coll->running++)
+		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress, NULL);
+	for (v = 0; v < p->nv; v++)
+		if (!p->v[v].ndeps)
+			run_vertex(in, v);
+	drain(in);
+	return COOP_SUCCESS;
+}
+
+int coop_coll_layer_init(struct coop_context *ctx)
+{
+	ctx->coll = calloc(1, sizeof(*ctx->coll));
+	if (!ctx->coll)
+		return COOP_ERR_NOMEM;
+	dlist_init(&ctx->coll->ready);
+	return COOP_SUCCESS;
+}
+
+void coop_coll_layer_fini(struct coop_context *ctx)
+{
+	free(ctx->coll);
+	ctx->coll = NULL;
+}
