@@ -682,7 +682,8 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *   COOP_TOPO_EXACT_BYTES    cdag_exact_byte_communications: the weights
  *                            are the byte counts of every call (the
  *                            calls are checked: COOP_ERR_COUNT if not);
- *                            allows the tree balancing of small messages.
+ *                            with one weight on every edge, of at most
+ *                            COOP_NEIGHBOR_TREE_MAX: tree balancing.
  *   COOP_TOPO_STATIC_BUFFERS cdag_static_buffers: every call of one
  *                            kind passes the same buffers.
  */
@@ -707,7 +708,10 @@ typedef struct coop_topo coop_topo_t;
  * of range), COOP_ERR_COMM, COOP_ERR_STATE (not connected): these on the
  * calling rank only, before any message; COOP_ERR_CONFIG on every rank
  * when the ranks' lists disagree (an edge one end does not name, weights
- * or hints that differ); COOP_ERR_NOMEM; COOP_ERR_PEER_DEAD.
+ * or hints that differ); COOP_ERR_NOMEM; COOP_ERR_PEER_DEAD;
+ * COOP_ERR_UNSUPPORTED (more than 2^23 - 2 messages per call).
+ * STRICT and STATIC_BUFFERS are checked for agreement and kept; the
+ * calls do not use them yet (the static-buffer protocols are to come).
  */
 COOP_API int coop_topo_create(coop_context_t *ctx, uint32_t comm,
 			      int indegree, const int *sources,
@@ -723,11 +727,14 @@ COOP_API int coop_topo_free(coop_topo_t **topo);
 COOP_API int coop_topo_degrees(const coop_topo_t *topo, int *indegree,
 			       int *outdegree);
 
-/* What the optimizations made of a topology (for tests and tuning).
- * Index [0] allgather, [1] alltoall; the plans are those of calls whose
- * sizes are the EXACT_BYTES weights (without that hint: of any call). */
+/* What the optimizations made of a topology (for tests and tuning), per
+ * collective (index COOP_NBR_ALLGATHER or COOP_NBR_ALLTOALL): the plans
+ * of calls whose sizes are the EXACT_BYTES weights (without that hint,
+ * or with weights that differ between edges: of any call, unbalanced). */
+#define COOP_NBR_ALLGATHER	0
+#define COOP_NBR_ALLTOALL	1
 typedef struct coop_topo_info {
-	int colors;		/* rounds of the send schedule (Welsh-Powell
+	int colors[2];		/* rounds of the send schedule (Welsh-Powell
 				 * colouring of the whole graph's messages) */
 	int sends[2];		/* messages this rank sends per call */
 	int forwards[2];	/* ... of them carrying other ranks' blocks */

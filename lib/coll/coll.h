@@ -20,6 +20,11 @@
 
 enum coop_nbr_op { NBR_ALLGATHER, NBR_ALLTOALL, NBR_OPS };
 
+/* Data tags: transfer id << SEQ_BITS | call sequence; the transfers a
+ * plan may have keep them below topo.c's own tags. */
+#define SEQ_BITS 8
+#define MAX_XFERS ((1u << (31 - SEQ_BITS)) - 1)
+
 /* ---------------- the graph (topo.c) ---------------- */
 
 struct coop_graph {
@@ -44,8 +49,6 @@ struct coop_topo {
 	unsigned hints;
 	int indeg, outdeg;
 	struct coop_graph g;
-	uint32_t ncolors;
-	uint32_t *edge_color;	/* [E] Welsh-Powell colour of edge e */
 	uint64_t *in_weight;	/* [indeg] our sources' weights, or NULL */
 	/* per op: the plan of calls with the EXACT_BYTES sizes (balanced
 	 * when small), or of calls of any sizes */
@@ -101,6 +104,7 @@ struct nbr_plan {
 	uint32_t *blk;		/* edge ids */
 	uint32_t nblk;
 	uint32_t moved;		/* transfers the balancing moved */
+	uint32_t ncolors;	/* rounds of its colouring */
 	/* this rank's DAG */
 	struct nbr_vertex *v;
 	uint32_t nv;

@@ -304,7 +304,10 @@ static int build_xfers(const struct coop_topo *t, struct nbr_plan *p)
 	    (t->hints & COOP_TOPO_EXACT_BYTES))
 		moved = coop_nbr_balance(g, p->op, p->block, &bal,
 					 &t->ctx->cfg);
-	if (moved < 0 || (bal.nxf && !coop_nbr_color(bal.xf, bal.nxf, g->n)))
+	if (moved < 0)
+		goto fail;
+	p->ncolors = bal.nxf ? coop_nbr_color(bal.xf, bal.nxf, g->n) : 0;
+	if (bal.nxf && !p->ncolors)
 		goto fail;
 	p->xf = bal.xf;
 	p->nxf = bal.nxf;

@@ -22,8 +22,6 @@
 
 #include "coll.h"
 
-#define SEQ_BITS 8
-#define MAX_XFERS (1u << (31 - SEQ_BITS))
 
 struct vref {
 	struct nbr_inst *in;
@@ -274,8 +272,6 @@ int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 	struct coop_request *r;
 	struct nbr_inst *in;
 
-	if (p->nxf >= MAX_XFERS)
-		return COOP_ERR_UNSUPPORTED;
 	in = inst_new(t, p, a);
 	r = in ? coop_req_new(t->ctx, REQ_COLL) : NULL;
 	if (!r) {

@@ -2,8 +2,8 @@
 /*
  * topo.c - topologies: checks, the creation's exchange (rank 0 gathers
  * every rank's lists, checks that both ends of each edge agree, and
- * sends the whole graph back), the graph every rank then holds, and its
- * colouring.
+ * sends the whole graph back), the graph every rank then holds, and
+ * each op's plan.
  *
  * A rank's description on the wire (uint64_t words): hints, indegree,
  * outdegree, weighted, then destinations, their weights (if weighted),
@@ -380,27 +380,6 @@ static int exchange(struct coop_context *ctx, uint16_t comm, uint64_t *mine,
 
 /* ---------------- topologies ---------------- */
 
-static int color_graph(struct coop_topo *t)
-{
-	struct coop_graph *g = &t->g;
-	struct nbr_xfer *xf = calloc(g->nedges ? g->nedges : 1, sizeof(*xf));
-	uint32_t e;
-
-	t->edge_color = calloc(g->nedges ? g->nedges : 1,
-			       sizeof(*t->edge_color));
-	if (!xf || !t->edge_color) {
-		free(xf);
-		return COOP_ERR_NOMEM;
-	}
-	for (e = 0; e < g->nedges; e++)
-		xf[e] = (struct nbr_xfer){ g->from[e], g->to[e], e, 1, 0 };
-	t->ncolors = g->nedges ? coop_nbr_color(xf, g->nedges, g->n) : 0;
-	for (e = 0; e < g->nedges; e++)
-		t->edge_color[e] = xf[e].color;
-	free(xf);
-	return g->nedges && !t->ncolors ? COOP_ERR_NOMEM : COOP_SUCCESS;
-}
-
 /* Each op's plan: with EXACT_BYTES and one weight on every edge, for
  * blocks of that size (balanced if small), else for any sizes. */
 static int plans_build(struct coop_topo *t)
@@ -421,6 +400,8 @@ static int plans_build(struct coop_topo *t)
 						  block);
 		if (!t->plan[op])
 			return COOP_ERR_NOMEM;
+		if (t->plan[op]->nxf >= MAX_XFERS)
+			return COOP_ERR_UNSUPPORTED;	/* tags run out */
 	}
 	return COOP_SUCCESS;
 }
@@ -451,7 +432,6 @@ int coop_topo_free_locked(struct coop_topo *t)
 	for (op = 0; op < NBR_OPS; op++)
 		coop_nbr_plan_free(t->plan[op]);
 	graph_free(&t->g);
-	free(t->edge_color);
 	free(t->in_weight);
 	free(t);
 	return COOP_SUCCESS;
@@ -484,9 +464,7 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 	t->hints = hints;
 	t->indeg = indeg;
 	t->outdeg = outdeg;
-	rc = color_graph(t);
-	if (!rc)
-		rc = in_weights(t);
+	rc = in_weights(t);
 	if (!rc)
 		rc = plans_build(t);
 	if (rc) {
@@ -502,10 +480,10 @@ void coop_topo_info_fill(const struct coop_topo *t, coop_topo_info_t *info)
 	int op;
 
 	memset(info, 0, sizeof(*info));
-	info->colors = (int)t->ncolors;
 	for (op = 0; op < NBR_OPS; op++) {
 		const struct nbr_plan *p = t->plan[op];
 
+		info->colors[op] = (int)p->ncolors;
 		info->sends[op] = (int)p->sends;
 		info->forwards[op] = (int)p->forwards;
 		info->moved[op] = (int)p->moved;
