@@ -719,8 +719,8 @@ COOP_API int coop_topo_create(coop_context_t *ctx, uint32_t comm,
 			      const int *destinations,
 			      const uint64_t *destweights, unsigned hints,
 			      coop_topo_t **topo);
-/* coop_topo_free - free *topo (no collective of it may be active:
- * COOP_ERR_STATE) and set it to NULL. */
+/* coop_topo_free - free *topo and set it to NULL; COOP_ERR_STATE while
+ * a request of it (active or persistent) is not freed. */
 COOP_API int coop_topo_free(coop_topo_t **topo);
 /* coop_topo_degrees - this rank's in- and out-degree (either may be
  * NULL). */
@@ -735,7 +735,10 @@ COOP_API int coop_topo_degrees(const coop_topo_t *topo, int *indegree,
 #define COOP_NBR_ALLTOALL	1
 typedef struct coop_topo_info {
 	int colors[2];		/* rounds of the send schedule (Welsh-Powell
-				 * colouring of the whole graph's messages) */
+				 * colouring of the whole graph's messages:
+				 * in a round each rank sends at most one
+				 * and receives at most one; a message to
+				 * itself counts as both) */
 	int sends[2];		/* messages this rank sends per call */
 	int forwards[2];	/* ... of them carrying other ranks' blocks */
 	int moved[2];		/* messages the tree balancing moved away
@@ -757,8 +760,10 @@ COOP_API int coop_topo_get_info(const coop_topo_t *topo,
  *   coop_neighbor_*_init  a persistent request (coop_start, complete,
  *                         start again; coop_request_free): the buffers
  *                         and arrays must stay valid until it is freed.
- * All ranks start a topology's collectives in the same order.  A
- * collective's request has an empty status (error set).
+ * All ranks start a topology's collectives in the same order (a call
+ * refused by its checks is not started: a program whose ranks disagree
+ * on sizes is erroneous, as in MPI, and may hang).  A collective's
+ * request has an empty status (error set).
  * Returns COOP_SUCCESS; COOP_ERR_ARG (NULL topology, request or arrays,
  * a NULL buffer with bytes), COOP_ERR_COUNT (sizes against the
  * EXACT_BYTES weights, or a block that arrived with another size),

@@ -1,0 +1,1097 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * t_neighbor.c - neighborhood collectives ([Hoefler]; coopmpi.h's
+ * "Neighborhood collectives"), checked against a naive reference.
+ *
+ * Every rank builds the same global graph (struct graph: each rank's
+ * destinations and sources, in order) and creates the topology from its
+ * own lists.  A block's bytes are a pattern of (origin, slot, call): the
+ * origin's block for its destination slot j (allgather: its one block,
+ * slot AG_SLOT) in the call-th collective.  So each rank knows what every
+ * block it receives must hold: block i of rank r comes from o =
+ * sources[i], and is o's slot j where r is the k-th occurrence of r in
+ * o's destinations when o is the k-th occurrence of o in r's sources
+ * (MPI's rule for multigraphs).  After each call every received block is
+ * compared, the bytes around the blocks (gaps of the v variants, the
+ * tail) must still hold the sentinel, and the send blocks are unchanged.
+ *
+ * Graphs: Erdos-Renyi A(s, p) (4 ranks, p 0.3, 0.7, 1), periodic
+ * Cartesian stencils (2x2: every neighbour twice; 2x2x1x1: also four
+ * self edges), a hot spot (8 ranks).  Calls: allgather(v), alltoall(v),
+ * blocking, nonblocking (progress, then wait) and persistent (started 3
+ * times, refilled in between); several outstanding at once on one and
+ * on two topologies; COOP_TOPO_EXACT_BYTES (tree balancing of the hot
+ * spot, sizes checked); bad arguments and graphs the ranks disagree on;
+ * a neighbour killed during an alltoall.
+ */
+#include <check.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "tests.h"
+
+#define MAXR 8			/* ranks of a graph */
+#define MAXDEG 16		/* a rank's in- or out-degree */
+#define COMM_BASE 300		/* topologies' context ids: 300.. */
+#define SENT 0xa5		/* the bytes no block may write */
+#define AG_SLOT 500		/* allgather's one block, in the seeds */
+#define ITERS 3			/* starts of a persistent request */
+#define TAIL 16			/* sentinel bytes behind the last block */
+#define MIB (1u << 20)
+
+/* ------------------------------------------------------------------ */
+/* graphs                                                               */
+/* ------------------------------------------------------------------ */
+
+struct graph {
+	int n;
+	int outdeg[MAXR], indeg[MAXR];
+	int dst[MAXR][MAXDEG], src[MAXR][MAXDEG];
+};
+
+enum gkind { G_ER, G_CART, G_HOT, G_RING };
+
+struct gspec {
+	enum gkind kind;
+	int n;
+	double p;		/* G_ER: edge probability */
+	uint32_t seed;		/* G_ER */
+	int ndims, dims[4];	/* G_CART: periodic, rank-major in dim 0 */
+	int back;		/* G_HOT: the others send to rank 0 */
+	const char *name;
+};
+
+static uint32_t rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* An edge o -> d, at the end of o's destinations and d's sources. */
+static void g_edge(struct graph *g, int o, int d)
+{
+	T_ASSERT(g->outdeg[o] < MAXDEG && g->indeg[d] < MAXDEG, "degree");
+	g->dst[o][g->outdeg[o]++] = d;
+	g->src[d][g->indeg[d]++] = o;
+}
+
+/* A periodic neighbour of r: coordinate k moved by dir. */
+static int cart_shift(const struct gspec *s, int r, int k, int dir)
+{
+	int stride = 1, m, c;
+
+	for (m = 0; m < k; m++)
+		stride *= s->dims[m];
+	c = r / stride % s->dims[k];
+	return r + ((c + dir + s->dims[k]) % s->dims[k] - c) * stride;
+}
+
+/* Both lists of every rank: -x, +x, -y, +y, ... (MPI_Cart's order). */
+static void g_cart(struct graph *g, const struct gspec *s)
+{
+	int r, k, d;
+
+	for (r = 0; r < g->n; r++)
+		for (k = 0; k < s->ndims; k++)
+			for (d = -1; d <= 1; d += 2) {
+				int nb = cart_shift(s, r, k, d);
+
+				g->dst[r][g->outdeg[r]++] = nb;
+				g->src[r][g->indeg[r]++] = nb;
+			}
+}
+
+/* The same graph on every rank (the seed is part of the spec); sources
+ * in increasing origin order except for the stencils. */
+static void graph_make(struct graph *g, const struct gspec *s)
+{
+	uint32_t st = s->seed | 1;
+	int o, d;
+
+	memset(g, 0, sizeof(*g));
+	g->n = s->n;
+	switch (s->kind) {
+	case G_ER:
+		for (o = 0; o < s->n; o++)
+			for (d = 0; d < s->n; d++)
+				if (o != d && rnd(&st) <= s->p * UINT32_MAX)
+					g_edge(g, o, d);
+		break;
+	case G_CART:
+		g_cart(g, s);
+		break;
+	case G_HOT:
+		for (o = 0; o < s->n; o++)
+			for (d = 0; d < s->n; d++)
+				if (o != d && (!o || (s->back && !d)))
+					g_edge(g, o, d);
+		break;
+	case G_RING:
+		for (o = 0; o < s->n; o++)
+			g_edge(g, o, (o + 1) % s->n);
+		break;
+	}
+}
+
+static int g_edges(const struct graph *g)
+{
+	int r, e = 0;
+
+	for (r = 0; r < g->n; r++)
+		e += g->outdeg[r];
+	return e;
+}
+
+/* The slot j of o = sources[i] of r whose block lands in r's block i. */
+static int origin_slot(const struct graph *g, int r, int i)
+{
+	int o = g->src[r][i], k = 0, j;
+
+	for (j = 0; j < i; j++)
+		k += g->src[r][j] == o;
+	for (j = 0; j < g->outdeg[o]; j++)
+		if (g->dst[o][j] == r && k-- == 0)
+			return j;
+	T_FAIL("graph: source %d of rank %d names no edge", i, r);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* a rank's view                                                        */
+/* ------------------------------------------------------------------ */
+
+enum { OP_AG, OP_AGV, OP_A2A, OP_A2AV, NOPS };
+enum { M_BLOCK, M_NONBLOCK, M_PERSIST, NMODES };
+enum { W_NONE, W_UNIFORM, W_EDGE };	/* EXACT_BYTES weights */
+
+static const char *const op_name[NOPS] = { "allgather", "allgatherv",
+					   "alltoall", "alltoallv" };
+static const char *const mode_name[NMODES] = { "blocking", "nonblocking",
+					       "persistent" };
+
+struct rk {
+	coop_context_t *ctx;
+	coop_topo_t *topo;
+	struct graph g;
+	int rank;
+	int wmode;		/* the topology's weights: W_* */
+	size_t wbytes;		/* ... their size (base) */
+	uint32_t iter;		/* collectives so far: the data's seeds */
+	char what[96];		/* the call, for messages */
+};
+
+static uint32_t bseed(int o, int j, uint32_t iter)
+{
+	return (uint32_t)(o * 1000 + j) + iter * 7919u;
+}
+
+/* v variants: the bytes of origin o's block for slot j (AG_SLOT: its
+ * allgather block); 0 for some, and sizes around base. */
+static size_t vsize(size_t base, int o, int j)
+{
+	if (!base || (o + j) % 4 == 3)
+		return 0;
+	return base / 2 + (size_t)((o * 31 + j * 17) % 5) * (base / 4 + 1);
+}
+
+/* Create k's topology from its graph on comm with hints (weights per
+ * k->wmode). */
+static int topo_make(struct rk *k, uint32_t comm, unsigned hints)
+{
+	const struct graph *g = &k->g;
+	uint64_t sw[MAXDEG], dw[MAXDEG];
+	int r = k->rank, i;
+
+	for (i = 0; i < g->outdeg[r]; i++)
+		dw[i] = k->wmode == W_EDGE ? vsize(k->wbytes, r, i) :
+					     k->wbytes;
+	for (i = 0; i < g->indeg[r]; i++)
+		sw[i] = k->wmode == W_EDGE ?
+			vsize(k->wbytes, g->src[r][i], origin_slot(g, r, i)) :
+			k->wbytes;
+	return coop_topo_create(k->ctx, comm, g->indeg[r], g->src[r],
+				k->wmode ? sw : NULL, g->outdeg[r], g->dst[r],
+				k->wmode ? dw : NULL, hints, &k->topo);
+}
+
+/* ------------------------------------------------------------------ */
+/* one call's buffers and the reference                                 */
+/* ------------------------------------------------------------------ */
+
+struct call {
+	int op, nsend, nrecv;
+	size_t bytes;			/* uniform size; v: sizes' base */
+	size_t scnt[MAXDEG], sdsp[MAXDEG], rcnt[MAXDEG], rdsp[MAXDEG];
+	size_t slen, rlen;
+	unsigned char *sbuf, *rbuf;
+	uint32_t iter;			/* of the data in it */
+};
+
+static int is_ag(int op)
+{
+	return op == OP_AG || op == OP_AGV;
+}
+
+static int is_v(int op)
+{
+	return op == OP_AGV || op == OP_A2AV;
+}
+
+/* Blocks cnt[0..n) with gaps of 0..10 bytes (odd offsets), in reverse
+ * order if rev; the buffer's length. */
+static size_t layout(int n, const size_t *cnt, size_t *dsp, int rev)
+{
+	size_t off = 0;
+	int m;
+
+	for (m = 0; m < n; m++) {
+		int i = rev ? n - 1 - m : m;
+
+		off += (size_t)(i * 7 + 3) % 11;
+		dsp[i] = off;
+		off += cnt[i];
+	}
+	return off + TAIL;
+}
+
+static size_t contiguous(int n, size_t bytes, size_t *cnt, size_t *dsp)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		cnt[i] = bytes;
+		dsp[i] = (size_t)i * bytes;
+	}
+	return (size_t)n * bytes + TAIL;
+}
+
+/* The size of origin o's block for slot j in a v call of k. */
+static size_t block_size(const struct rk *k, size_t base, int o, int j)
+{
+	return k->wmode == W_UNIFORM ? base : vsize(base, o, j);
+}
+
+static void call_setup(struct call *c, const struct rk *k, int op,
+		       size_t bytes)
+{
+	const struct graph *g = &k->g;
+	int r = k->rank, i;
+
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	c->bytes = bytes;
+	c->nsend = is_ag(op) ? 1 : g->outdeg[r];
+	c->nrecv = g->indeg[r];
+	if (!is_v(op)) {
+		c->slen = contiguous(c->nsend, bytes, c->scnt, c->sdsp);
+		c->rlen = contiguous(c->nrecv, bytes, c->rcnt, c->rdsp);
+	} else {
+		for (i = 0; i < c->nsend; i++)
+			c->scnt[i] = block_size(k, bytes, r,
+						is_ag(op) ? AG_SLOT : i);
+		for (i = 0; i < c->nrecv; i++)
+			c->rcnt[i] = block_size(k, bytes, g->src[r][i],
+						is_ag(op) ? AG_SLOT :
+						origin_slot(g, r, i));
+		c->slen = layout(c->nsend, c->scnt, c->sdsp, 0);
+		c->rlen = layout(c->nrecv, c->rcnt, c->rdsp, 1);
+	}
+	c->sbuf = malloc(c->slen);
+	c->rbuf = malloc(c->rlen);
+	T_ASSERT(c->sbuf && c->rbuf, "malloc %zu + %zu", c->slen, c->rlen);
+	memset(c->sbuf, SENT, c->slen);
+}
+
+static void call_free(struct call *c)
+{
+	free(c->sbuf);
+	free(c->rbuf);
+}
+
+/* The next call's data: send blocks filled, receive buffer cleared. */
+static void call_fill(struct call *c, struct rk *k)
+{
+	int i;
+
+	c->iter = k->iter++;
+	for (i = 0; i < c->nsend; i++)
+		t_fill(c->sbuf + c->sdsp[i], c->scnt[i],
+		       bseed(k->rank, is_ag(c->op) ? AG_SLOT : i, c->iter));
+	memset(c->rbuf, SENT, c->rlen);
+}
+
+/* Compare every received block with the reference, then the bytes
+ * around them, and the send blocks. */
+static void call_check(struct call *c, const struct rk *k)
+{
+	const struct graph *g = &k->g;
+	int r = k->rank, i;
+	size_t b;
+	long bad;
+
+	for (i = 0; i < c->nrecv; i++) {
+		int o = g->src[r][i];
+		int j = is_ag(c->op) ? AG_SLOT : origin_slot(g, r, i);
+
+		bad = t_check(c->rbuf + c->rdsp[i], c->rcnt[i],
+			      bseed(o, j, c->iter));
+		T_ASSERT(bad < 0, "%s: block %d (%zu B from %d, its slot %d): "
+			 "byte %ld wrong", k->what, i, c->rcnt[i], o, j, bad);
+		memset(c->rbuf + c->rdsp[i], SENT, c->rcnt[i]);
+	}
+	for (b = 0; b < c->rlen; b++)
+		T_ASSERT(c->rbuf[b] == SENT, "%s: byte %zu of %zu written "
+			 "outside the blocks", k->what, b, c->rlen);
+	for (i = 0; i < c->nsend; i++)
+		T_ASSERT(t_check(c->sbuf + c->sdsp[i], c->scnt[i],
+				 bseed(r, is_ag(c->op) ? AG_SLOT : i,
+				       c->iter)) < 0,
+			 "%s: send block %d changed", k->what, i);
+}
+
+/* Post c's collective on t in mode (blocking: run it; *req = NULL if
+ * req is not). */
+static int call_post(struct call *c, coop_topo_t *t, int mode,
+		     coop_request_t **req)
+{
+	const unsigned char *s = c->sbuf + c->sdsp[0];
+	size_t sb = c->scnt[0], n = c->bytes;
+	unsigned char *rb = c->rbuf;
+
+	if (mode == M_BLOCK && req)
+		*req = NULL;
+	switch (c->op) {
+	case OP_AG:
+		return mode == M_BLOCK ?
+		       coop_neighbor_allgather(t, s, sb, rb, n) :
+		       mode == M_NONBLOCK ?
+		       coop_ineighbor_allgather(t, s, sb, rb, n, req) :
+		       coop_neighbor_allgather_init(t, s, sb, rb, n, req);
+	case OP_AGV:
+		return mode == M_BLOCK ?
+		       coop_neighbor_allgatherv(t, s, sb, rb, c->rcnt,
+						c->rdsp) :
+		       mode == M_NONBLOCK ?
+		       coop_ineighbor_allgatherv(t, s, sb, rb, c->rcnt,
+						 c->rdsp, req) :
+		       coop_neighbor_allgatherv_init(t, s, sb, rb, c->rcnt,
+						     c->rdsp, req);
+	case OP_A2A:
+		return mode == M_BLOCK ?
+		       coop_neighbor_alltoall(t, c->sbuf, n, rb, n) :
+		       mode == M_NONBLOCK ?
+		       coop_ineighbor_alltoall(t, c->sbuf, n, rb, n, req) :
+		       coop_neighbor_alltoall_init(t, c->sbuf, n, rb, n, req);
+	default:
+		return mode == M_BLOCK ?
+		       coop_neighbor_alltoallv(t, c->sbuf, c->scnt, c->sdsp,
+					       rb, c->rcnt, c->rdsp) :
+		       mode == M_NONBLOCK ?
+		       coop_ineighbor_alltoallv(t, c->sbuf, c->scnt, c->sdsp,
+						rb, c->rcnt, c->rdsp, req) :
+		       coop_neighbor_alltoallv_init(t, c->sbuf, c->scnt,
+						    c->sdsp, rb, c->rcnt,
+						    c->rdsp, req);
+	}
+}
+
+/* A collective's request has an empty status with its error. */
+static void check_status(const struct rk *k, const coop_status_t *st,
+			 int err)
+{
+	T_ASSERT(st->error == err && st->count == 0 &&
+		 st->source == COOP_ANY_SOURCE && st->tag == COOP_ANY_TAG,
+		 "%s: status error %d count %zu source %d tag %d", k->what,
+		 st->error, st->count, st->source, st->tag);
+}
+
+/* A few progress calls, then the wait. */
+static void complete(struct rk *k, coop_request_t **req, int persistent)
+{
+	coop_status_t st;
+	int i, rc;
+
+	T_ASSERT(*req, "%s: no request", k->what);
+	for (i = 0; i < 5; i++)
+		T_OK(coop_progress(k->ctx));
+	rc = coop_wait(req, &st);
+	T_ASSERT(rc == COOP_SUCCESS, "%s: wait: %s", k->what,
+		 coop_strerror(rc));
+	check_status(k, &st, COOP_SUCCESS);
+	T_ASSERT(persistent ? *req != NULL : *req == NULL,
+		 "%s: request after the wait", k->what);
+}
+
+/* One collective in one mode (persistent: ITERS starts). */
+static void run_call(struct rk *k, int op, int mode, size_t bytes)
+{
+	coop_request_t *req = NULL;
+	struct call c;
+	int it, n = mode == M_PERSIST ? ITERS : 1;
+
+	snprintf(k->what, sizeof(k->what), "%s %s %zu B", op_name[op],
+		 mode_name[mode], bytes);
+	call_setup(&c, k, op, bytes);
+	if (mode == M_PERSIST)
+		T_OK(call_post(&c, k->topo, mode, &req));
+	for (it = 0; it < n; it++) {
+		call_fill(&c, k);
+		if (mode == M_PERSIST)
+			T_OK(coop_start(&req));
+		else
+			T_OK(call_post(&c, k->topo, mode, &req));
+		if (mode != M_BLOCK)
+			complete(k, &req, mode == M_PERSIST);
+		call_check(&c, k);
+	}
+	if (mode == M_PERSIST) {
+		T_OK(coop_request_free(&req));
+		T_ASSERT(!req, "%s: freed request", k->what);
+	}
+	call_free(&c);
+}
+
+/* Every op (of the mask) in every mode at every size. */
+static void run_matrix(struct rk *k, const size_t *sizes, int nsizes,
+		       unsigned ops)
+{
+	int s, op, mode;
+
+	for (s = 0; s < nsizes; s++)
+		for (op = 0; op < NOPS; op++)
+			for (mode = 0; ops >> op & 1 && mode < NMODES; mode++)
+				run_call(k, op, mode, sizes[s]);
+}
+
+#define ALL_OPS ((1u << NOPS) - 1)
+
+/* Degrees as created; each plan's colours enough for this rank's
+ * messages (and its edges when nothing was balanced); unbalanced plans
+ * (no EXACT_BYTES, or weights that differ) move and forward nothing.
+ * *out: the info. */
+static void check_info(const struct rk *k, coop_topo_info_t *out)
+{
+	coop_topo_info_t in;
+	int indeg = -1, outdeg = -1, op;
+
+	T_OK(coop_topo_degrees(k->topo, &indeg, &outdeg));
+	T_ASSERT(indeg == k->g.indeg[k->rank] &&
+		 outdeg == k->g.outdeg[k->rank], "degrees %d %d", indeg,
+		 outdeg);
+	T_OK(coop_topo_degrees(k->topo, NULL, NULL));
+	T_OK(coop_topo_get_info(k->topo, &in));
+	for (op = COOP_NBR_ALLGATHER; op <= COOP_NBR_ALLTOALL; op++) {
+		T_ASSERT(in.sends[op] >= 0 && in.forwards[op] >= 0 &&
+			 in.forwards[op] <= in.sends[op] && in.moved[op] >= 0 &&
+			 in.colors[op] >= in.sends[op],
+			 "info of op %d: colours %d sends %d forwards %d "
+			 "moved %d", op, in.colors[op], in.sends[op],
+			 in.forwards[op], in.moved[op]);
+		if (!in.moved[op])
+			T_ASSERT(in.colors[op] >= outdeg &&
+				 in.colors[op] >= indeg, "op %d: %d colours "
+				 "for degrees %d/%d", op, in.colors[op],
+				 indeg, outdeg);
+		if (k->wmode != W_UNIFORM)
+			T_ASSERT(!in.moved[op] && !in.forwards[op] &&
+				 in.sends[op] <= outdeg,
+				 "unbalanced op %d: sends %d forwards %d "
+				 "moved %d", op, in.sends[op],
+				 in.forwards[op], in.moved[op]);
+	}
+	if (out)
+		*out = in;
+}
+
+static void rk_init(struct rk *k, coop_context_t *ctx, int rank,
+		    const struct gspec *s)
+{
+	memset(k, 0, sizeof(*k));
+	k->ctx = ctx;
+	k->rank = rank;
+	graph_make(&k->g, s);
+	T_ASSERT(k->g.n == s->n, "graph of %d ranks", k->g.n);
+}
+
+static void topo_done(struct rk *k)
+{
+	T_OK(coop_topo_free(&k->topo));
+	T_ASSERT(!k->topo, "freed topology");
+}
+
+static uint32_t test_seed(void)
+{
+	const char *e = getenv("COOP_TEST_SEED");
+
+	return e ? (uint32_t)strtoul(e, NULL, 0) : 12345u;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ */
+/* data: every op x mode x size on a graph                              */
+/* ------------------------------------------------------------------ */
+
+static const size_t sizes_std[] = { 0, 1, 8, 100, 4096, 65536 + 3 };
+#define NSIZES_STD ((int)(sizeof(sizes_std) / sizeof(sizes_std[0])))
+
+struct data_case {
+	struct gspec g;
+	int big;		/* also 1 MiB (+ 1 for the v sizes) */
+	unsigned hints;
+};
+
+static int data_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct data_case *dc = arg;
+	const size_t big[] = { MIB };
+	struct rk k;
+
+	(void)size;
+	rk_init(&k, ctx, rank, &dc->g);
+	T_OK(topo_make(&k, COMM_BASE, dc->hints));
+	check_info(&k, NULL);
+	run_matrix(&k, sizes_std, NSIZES_STD, ALL_OPS);
+	if (dc->big)
+		run_matrix(&k, big, 1, ALL_OPS);
+	topo_done(&k);
+	return 0;
+}
+
+static void run_data(const struct data_case *dc, const char *const *env)
+{
+	struct graph g;
+	double t0 = now();
+
+	graph_make(&g, &dc->g);
+	ck_assert_int_eq(run_ranks(dc->g.n, env, data_rank, (void *)dc, 60,
+				   NULL), 0);
+	fprintf(stderr, "neighbor: %s, %d edges: %.2f s\n", dc->g.name,
+		g_edges(&g), now() - t0);
+}
+
+static const double er_p[] = { 0.3, 0.7, 1.0, 0.7 };
+static const char *const env_list[] = { "COOP_NEIGHBOR_ORDER=list", NULL };
+
+/* A(4, p) for p 0.3, 0.7, 1 (1 MiB too), and 0.7 again with the sends
+ * all posted at once (COOP_NEIGHBOR_ORDER=list). */
+START_TEST(test_er)
+{
+	struct data_case dc = { .g = { .kind = G_ER, .n = 4, .p = er_p[_i],
+				       .seed = test_seed() + (uint32_t)_i },
+				.big = _i == 2, .hints = COOP_TOPO_STRICT };
+	char name[64];
+
+	snprintf(name, sizeof(name), "A(4, %.1f) seed %u%s", er_p[_i],
+		 dc.g.seed, _i == 3 ? ", order list" : "");
+	dc.g.name = name;
+	run_data(&dc, _i == 3 ? env_list : NULL);
+}
+END_TEST
+
+/* Periodic 2x2 (every neighbour twice) and 2x2x1x1 (also four self
+ * edges): multigraph slots in MPI's order. */
+START_TEST(test_stencil)
+{
+	struct data_case dc = { .g = { .kind = G_CART, .n = 4, .ndims = 2,
+				       .dims = { 2, 2, 1, 1 },
+				       .name = "stencil 2x2" } };
+
+	if (_i) {
+		dc.g.ndims = 4;
+		dc.g.name = "stencil 2x2x1x1";
+	}
+	run_data(&dc, NULL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* several collectives outstanding                                      */
+/* ------------------------------------------------------------------ */
+
+/* n calls (ops[i], bytes) on ks[i]'s topology started at once, then one
+ * waitall; each checked. */
+static void run_together(struct rk *const *ks, const int *ops, int n,
+			 size_t bytes)
+{
+	coop_request_t *req[8];
+	coop_status_t st[8];
+	struct call c[8];
+	int i, rc;
+
+	for (i = 0; i < n; i++) {
+		call_setup(&c[i], ks[i], ops[i], bytes);
+		call_fill(&c[i], ks[i]);
+		T_OK(call_post(&c[i], ks[i]->topo, M_NONBLOCK, &req[i]));
+	}
+	for (i = 0; i < 3; i++)
+		T_OK(coop_progress(ks[0]->ctx));
+	rc = coop_waitall(n, req, st);
+	T_ASSERT(rc == COOP_SUCCESS, "waitall of %d: %s", n, coop_strerror(rc));
+	for (i = 0; i < n; i++) {
+		snprintf(ks[i]->what, sizeof(ks[i]->what),
+			 "outstanding %d of %d: %s %zu B", i, n,
+			 op_name[ops[i]], bytes);
+		T_ASSERT(!req[i], "%s: request left", ks[i]->what);
+		check_status(ks[i], &st[i], COOP_SUCCESS);
+		call_check(&c[i], ks[i]);
+		call_free(&c[i]);
+	}
+}
+
+static int together_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct gspec er = { .kind = G_ER, .n = 4, .p = 0.7,
+				  .seed = test_seed() + 7 };
+	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 4,
+				  .dims = { 2, 2, 1, 1 } };
+	static const size_t sizes[] = { 8, 4096, 65536 + 3, MIB };
+	const int three[] = { OP_A2A, OP_A2A, OP_A2A };
+	const int mixed[] = { OP_A2AV, OP_AG, OP_AGV, OP_A2A };
+	struct rk a, b;
+	struct rk *one[] = { &a, &a, &a }, *two[] = { &a, &b, &a, &b };
+	int s;
+
+	(void)size;
+	(void)arg;
+	rk_init(&a, ctx, rank, &er);
+	rk_init(&b, ctx, rank, &st);
+	b.iter = 100000;	/* other data than a's */
+	T_OK(topo_make(&a, COMM_BASE, 0));
+	T_OK(topo_make(&b, COMM_BASE + 1, 0));
+	for (s = 0; s < (int)(sizeof(sizes) / sizeof(sizes[0])); s++) {
+		run_together(one, three, 3, sizes[s]);
+		run_together(two, mixed, 4, sizes[s]);
+	}
+	topo_done(&a);
+	topo_done(&b);
+	return 0;
+}
+
+/* Three alltoalls of one topology outstanding at once; and four calls
+ * alternating between two topologies. */
+START_TEST(test_outstanding)
+{
+	ck_assert_int_eq(run_ranks(4, NULL, together_rank, NULL, 60, NULL),
+			 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* COOP_TOPO_EXACT_BYTES                                                */
+/* ------------------------------------------------------------------ */
+
+struct exact_case {
+	struct gspec g;
+	int wmode;
+	size_t bytes;
+	coop_topo_info_t *info;	/* shared: [rank] */
+};
+
+/* Wrong sizes are refused on the calling rank before any message:
+ * COOP_ERR_COUNT, and the next calls still work (ranks without edges
+ * have nothing to check and do not call). */
+static void wrong_sizes(struct rk *k)
+{
+	struct call c;
+	size_t keep;
+	int r = k->rank, rc, i;
+
+	if (!k->g.outdeg[r] && !k->g.indeg[r])
+		return;
+	if (k->wmode == W_UNIFORM) {
+		call_setup(&c, k, OP_A2A, k->wbytes + 1);
+		rc = call_post(&c, k->topo, M_BLOCK, NULL);
+		T_ASSERT(rc == COOP_ERR_COUNT, "alltoall %zu B: %s",
+			 k->wbytes + 1, coop_strerror(rc));
+		call_free(&c);
+		call_setup(&c, k, OP_AG, k->wbytes - 1);
+		rc = call_post(&c, k->topo, M_NONBLOCK, (coop_request_t *[]){
+				       NULL });
+		T_ASSERT(rc == COOP_ERR_COUNT, "ineighbor_allgather %zu B: %s",
+			 k->wbytes - 1, coop_strerror(rc));
+		call_free(&c);
+	}
+	/* alltoallv: one block off by one (the last of a side with any) */
+	call_setup(&c, k, OP_A2AV, k->wbytes);
+	i = c.nrecv ? c.nrecv - 1 : c.nsend - 1;
+	keep = c.nrecv ? c.rcnt[i] : c.scnt[i];
+	*(c.nrecv ? &c.rcnt[i] : &c.scnt[i]) = keep + 1;
+	rc = call_post(&c, k->topo, M_PERSIST, (coop_request_t *[]){ NULL });
+	T_ASSERT(rc == COOP_ERR_COUNT, "alltoallv_init, a block %zu B: %s",
+		 keep + 1, coop_strerror(rc));
+	call_free(&c);
+}
+
+static int exact_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct exact_case *ec = arg;
+	unsigned ops = ec->wmode == W_EDGE ? 1u << OP_A2AV : ALL_OPS;
+	coop_topo_info_t info;
+	struct rk k;
+
+	(void)size;
+	rk_init(&k, ctx, rank, &ec->g);
+	k.wmode = ec->wmode;
+	k.wbytes = ec->bytes;
+	T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_EXACT_BYTES |
+		       COOP_TOPO_STRICT));
+	check_info(&k, &info);
+	ec->info[rank] = info;
+	wrong_sizes(&k);
+	run_matrix(&k, &ec->bytes, 1, ops);
+	wrong_sizes(&k);
+	run_call(&k, ec->wmode == W_EDGE ? OP_A2AV : OP_A2A, M_BLOCK,
+		 ec->bytes);
+	topo_done(&k);
+	return 0;
+}
+
+/* Run an EXACT_BYTES case; the ranks' infos, which must agree on the
+ * whole graph's numbers. */
+static void run_exact(struct exact_case *ec, const char *const *env)
+{
+	size_t len = MAXR * sizeof(*ec->info);
+	int r;
+
+	ec->info = shared_alloc(len);
+	ck_assert_int_eq(run_ranks(ec->g.n, env, exact_rank, ec, 60, NULL),
+			 0);
+	for (r = 1; r < ec->g.n; r++) {
+		ck_assert_int_eq(ec->info[r].colors[0], ec->info[0].colors[0]);
+		ck_assert_int_eq(ec->info[r].colors[1], ec->info[0].colors[1]);
+		ck_assert_int_eq(ec->info[r].moved[0], ec->info[0].moved[0]);
+		ck_assert_int_eq(ec->info[r].moved[1], ec->info[0].moved[1]);
+	}
+}
+
+/* 8 ranks on few CPUs: waiters yield early; balancing of blocks up to
+ * 256 B whatever the environment says */
+static const char *const env_8[] = { "COOP_SPIN=100",
+				     "COOP_NEIGHBOR_TREE_MAX=256", NULL };
+
+/* 8 ranks, rank 0 sends to all others (they send back, or nothing):
+ * alltoall's tree balancing moves messages off rank 0, whose blocks
+ * others forward; data right in every op and mode; wrong sizes refused. */
+START_TEST(test_exact_hotspot)
+{
+	struct exact_case ec = { .g = { .kind = G_HOT, .n = 8,
+					.back = _i & 1 },
+				 .wmode = W_UNIFORM,
+				 .bytes = _i & 2 ? 64 : 8 };
+	int r, fw = 0, outdeg = ec.g.n - 1, a2a = COOP_NBR_ALLTOALL;
+
+	run_exact(&ec, env_8);
+	for (r = 0; r < ec.g.n; r++)
+		fw += ec.info[r].forwards[a2a];
+	fprintf(stderr, "neighbor: hot spot%s %zu B: colours %d/%d, moved "
+		"%d/%d, rank 0 sends %d/%d, forwards %d\n",
+		ec.g.back ? " (both ways)" : "", ec.bytes,
+		ec.info[0].colors[0], ec.info[0].colors[1],
+		ec.info[0].moved[0], ec.info[0].moved[1],
+		ec.info[0].sends[0], ec.info[0].sends[1], fw);
+	ck_assert_int_gt(ec.info[0].moved[a2a], 0);
+	ck_assert_int_lt(ec.info[0].sends[a2a], outdeg);
+	ck_assert_int_gt(fw, 0);
+	shared_free(ec.info, MAXR * sizeof(*ec.info));
+}
+END_TEST
+
+/* A(4, 0.7) with EXACT_BYTES: uniform weights of 8 and 64 B (every op),
+ * and a weight per edge (alltoallv, zero-byte edges among them). */
+START_TEST(test_exact_er)
+{
+	struct exact_case ec = { .g = { .kind = G_ER, .n = 4, .p = 0.7,
+					.seed = test_seed() + 3 },
+				 .wmode = _i == 2 ? W_EDGE : W_UNIFORM,
+				 .bytes = _i ? 64 : 8 };
+
+	run_exact(&ec, NULL);
+	shared_free(ec.info, MAXR * sizeof(*ec.info));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* bad arguments, disagreeing graphs                                    */
+/* ------------------------------------------------------------------ */
+
+/* Local refusals of coop_topo_create, on every rank (no message). */
+static void bad_create(coop_context_t *ctx, int size)
+{
+	const int ok[1] = { 0 }, far[1] = { size }, neg[1] = { -1 },
+		  pnull[1] = { COOP_PROC_NULL };
+	const uint64_t w[1] = { 8 };
+	coop_topo_t *t = NULL;
+
+#define REFUSED(err, ...) do { int rc_ = coop_topo_create(__VA_ARGS__); \
+	T_ASSERT(rc_ == (err), "%s -> %s", #__VA_ARGS__, \
+		 coop_strerror(rc_)); } while (0)
+	REFUSED(COOP_ERR_ARG, NULL, COMM_BASE, 1, ok, NULL, 1, ok, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, ok, NULL, 1, ok, NULL, 0,
+		NULL);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, -1, ok, NULL, 1, ok, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, ok, NULL, -3, ok, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, NULL, NULL, 1, ok, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, ok, NULL, 1, NULL, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_RANK, ctx, COMM_BASE, 1, ok, NULL, 1, far, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_RANK, ctx, COMM_BASE, 1, neg, NULL, 1, ok, NULL, 0,
+		&t);
+	REFUSED(COOP_ERR_RANK, ctx, COMM_BASE, 1, ok, NULL, 1, pnull, NULL,
+		0, &t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, ok, NULL, 1, ok, NULL,
+		1u << 7, &t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, ok, NULL, 1, ok, NULL,
+		COOP_TOPO_EXACT_BYTES, &t);
+	REFUSED(COOP_ERR_ARG, ctx, COMM_BASE, 1, ok, w, 1, ok, NULL,
+		COOP_TOPO_EXACT_BYTES, &t);
+	REFUSED(COOP_ERR_COMM, ctx, COOP_COMM_MAX + 1u, 1, ok, NULL, 1, ok,
+		NULL, 0, &t);
+#undef REFUSED
+}
+
+/* Collective creations whose lists disagree: COOP_ERR_CONFIG on every
+ * rank.  A ring r -> r + 1 on comm, broken as case says. */
+enum { BREAK_SOURCE, BREAK_TWICE, BREAK_WEIGHT, BREAK_HINTS, NBREAKS };
+
+static void disagree(coop_context_t *ctx, int rank, int size, int how)
+{
+	int src[2] = { (rank + size - 1) % size }, dst[2] = { (rank + 1) %
+							       size };
+	uint64_t sw[2] = { 8 }, dw[2] = { 8 };
+	int indeg = 1, outdeg = 1, rc;
+	unsigned hints = 0;
+	coop_topo_t *t = NULL;
+
+	if (how == BREAK_SOURCE && rank == 1)
+		indeg = 0;		/* 0 names 1, 1 does not name 0 */
+	if (how == BREAK_TWICE && rank == 0)
+		dst[outdeg++] = 1;	/* 0 -> 1 twice, 1 names 0 once */
+	if (how == BREAK_WEIGHT && rank == 1)
+		sw[0] = 9;
+	if (how == BREAK_HINTS && rank == size - 1)
+		hints = COOP_TOPO_STRICT;
+	rc = coop_topo_create(ctx, COMM_BASE + 10 + (uint32_t)how, indeg, src,
+			      how == BREAK_WEIGHT ? sw : NULL, outdeg, dst,
+			      how == BREAK_WEIGHT ? dw : NULL, hints, &t);
+	T_ASSERT(rc == COOP_ERR_CONFIG, "disagreement %d: %s", how,
+		 coop_strerror(rc));
+}
+
+/* Refusals of the collectives on a ring (every rank has one source and
+ * one destination): NULL topology in every entry point, NULL buffers
+ * with bytes, NULL requests and arrays. */
+static void bad_calls(struct rk *k)
+{
+	coop_request_t *req = NULL;
+	unsigned char b[8];
+	const size_t one[1] = { 8 }, zero[1] = { 0 };
+	struct call c;
+	int op, mode;
+
+	for (op = 0; op < NOPS; op++)
+		for (mode = 0; mode < NMODES; mode++) {
+			call_setup(&c, k, op, 8);
+			T_ASSERT(call_post(&c, NULL, mode, &req) ==
+				 COOP_ERR_ARG && !req, "%s %s: NULL topology",
+				 op_name[op], mode_name[mode]);
+			if (mode != M_BLOCK)
+				T_ASSERT(call_post(&c, k->topo, mode, NULL) ==
+					 COOP_ERR_ARG, "%s %s: NULL request",
+					 op_name[op], mode_name[mode]);
+			call_free(&c);
+		}
+	T_ASSERT(coop_neighbor_alltoall(k->topo, NULL, 8, b, 8) ==
+		 COOP_ERR_ARG, "NULL send buffer");
+	T_ASSERT(coop_neighbor_alltoall(k->topo, b, 8, NULL, 8) ==
+		 COOP_ERR_ARG, "NULL receive buffer");
+	T_ASSERT(coop_neighbor_allgather(k->topo, NULL, 8, b, 8) ==
+		 COOP_ERR_ARG, "allgather: NULL send buffer");
+	T_ASSERT(coop_ineighbor_allgatherv(k->topo, b, 8, NULL, one, zero,
+					   &req) == COOP_ERR_ARG && !req,
+		 "allgatherv: NULL receive buffer");
+	T_ASSERT(coop_neighbor_alltoallv(k->topo, b, one, NULL, b, one,
+					 zero) == COOP_ERR_ARG,
+		 "alltoallv: NULL send displacements");
+	T_ASSERT(coop_neighbor_alltoallv(k->topo, b, one, zero, b, NULL,
+					 zero) == COOP_ERR_ARG,
+		 "alltoallv: NULL receive sizes");
+	T_ASSERT(coop_neighbor_allgatherv_init(k->topo, b, 8, b, one, NULL,
+					       &req) == COOP_ERR_ARG && !req,
+		 "allgatherv_init: NULL displacements");
+}
+
+/* Free refused while a nonblocking collective of the topology is active;
+ * a persistent one started twice. */
+static void busy_free(struct rk *k)
+{
+	coop_request_t *req = NULL;
+	struct call c;
+	int rc;
+
+	snprintf(k->what, sizeof(k->what), "active at free");
+	call_setup(&c, k, OP_A2A, MIB);
+	call_fill(&c, k);
+	T_OK(call_post(&c, k->topo, M_NONBLOCK, &req));
+	rc = coop_topo_free(&k->topo);
+	T_ASSERT(rc == COOP_ERR_STATE && k->topo, "free while active: %s",
+		 coop_strerror(rc));
+	complete(k, &req, 0);
+	call_check(&c, k);
+	call_free(&c);
+
+	snprintf(k->what, sizeof(k->what), "persistent started twice");
+	call_setup(&c, k, OP_AG, 100);
+	T_OK(call_post(&c, k->topo, M_PERSIST, &req));
+	call_fill(&c, k);
+	T_OK(coop_start(&req));
+	rc = coop_start(&req);
+	T_ASSERT(rc == COOP_ERR_REQUEST, "second start: %s",
+		 coop_strerror(rc));
+	complete(k, &req, 1);
+	call_check(&c, k);
+	T_OK(coop_request_free(&req));
+	call_free(&c);
+}
+
+static int bad_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct gspec ring = { .kind = G_RING, .n = size };
+	coop_topo_info_t info;
+	struct rk k;
+	int how;
+
+	(void)arg;
+	bad_create(ctx, size);
+	for (how = 0; how < NBREAKS; how++)
+		disagree(ctx, rank, size, how);
+	rk_init(&k, ctx, rank, &ring);
+	/* the comm of the failed creations, and COMM_BASE, still work */
+	T_OK(topo_make(&k, COMM_BASE + 10, 0));
+	check_info(&k, NULL);
+	T_ASSERT(coop_topo_get_info(NULL, &info) == COOP_ERR_ARG,
+		 "get_info(NULL, info)");
+	T_ASSERT(coop_topo_get_info(k.topo, NULL) == COOP_ERR_ARG,
+		 "get_info(topo, NULL)");
+	bad_calls(&k);
+	run_call(&k, OP_A2AV, M_BLOCK, 100);
+	busy_free(&k);
+	topo_done(&k);
+	T_ASSERT(coop_topo_free(NULL) == COOP_ERR_ARG, "free(NULL)");
+	return 0;
+}
+
+START_TEST(test_bad_args)
+{
+	ck_assert_int_eq(run_ranks(4, NULL, bad_rank, NULL, 60, NULL), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* a neighbour dies                                                     */
+/* ------------------------------------------------------------------ */
+
+#define VICTIM 3
+
+static void wait_flags(const int *flags, int from, int to)
+{
+	int r;
+
+	for (r = from; r < to; r++)
+		while (!__atomic_load_n(&flags[r], __ATOMIC_ACQUIRE))
+			usleep(200);
+}
+
+/*
+ * A(4, 1), 1 MiB alltoalls by RGET (a receiver copies): one goes right;
+ * in the second the victim starts its part, then the others theirs,
+ * then it is killed without another library call, so none of the
+ * others' sends to it can complete.  Their collective completes with
+ * COOP_ERR_PEER_DEAD, and so does the next call.
+ */
+static int death_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct gspec full = { .kind = G_ER, .n = size, .p = 1.0 };
+	int *flags = arg, rc;
+	coop_request_t *req = NULL;
+	coop_status_t st;
+	struct call c;
+	struct rk k;
+
+	if (rank == VICTIM)	/* nothing moves unless it calls */
+		T_OK(coop_set_progress(ctx, COOP_PROGRESS_MANUAL, -1));
+	rk_init(&k, ctx, rank, &full);
+	T_OK(topo_make(&k, COMM_BASE, 0));
+	run_call(&k, OP_A2A, M_BLOCK, MIB);
+	snprintf(k.what, sizeof(k.what), "alltoall, victim killed");
+	call_setup(&c, &k, OP_A2A, MIB);
+	call_fill(&c, &k);
+	if (rank == VICTIM) {
+		T_OK(call_post(&c, k.topo, M_NONBLOCK, &req));
+		__atomic_store_n(&flags[rank], 1, __ATOMIC_RELEASE);
+		wait_flags(flags, 0, VICTIM);
+		usleep(20000);	/* let them reach their wait */
+		raise(SIGKILL);
+		T_FAIL("alive after SIGKILL");
+	}
+	wait_flags(flags, VICTIM, VICTIM + 1);
+	T_OK(call_post(&c, k.topo, M_NONBLOCK, &req));
+	__atomic_store_n(&flags[rank], 1, __ATOMIC_RELEASE);
+	rc = coop_wait(&req, &st);
+	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "wait: %s", coop_strerror(rc));
+	check_status(&k, &st, COOP_ERR_PEER_DEAD);
+	rc = coop_neighbor_alltoall(k.topo, c.sbuf, MIB, c.rbuf, MIB);
+	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "next call: %s", coop_strerror(rc));
+	call_free(&c);
+	topo_done(&k);
+	return 0;
+}
+
+static const char *const env_death[] = { "COOP_RNDV=rget", "COOP_SPIN=100",
+					 NULL };
+
+START_TEST(test_peer_death)
+{
+	struct rank_result res[4];
+	int *flags = shared_alloc(4096), r;
+
+	run_ranks(4, env_death, death_rank, flags, 60, res);
+	shared_free(flags, 4096);
+	for (r = 0; r < 4; r++)
+		if (r != VICTIM)
+			ck_assert_msg(res[r].exited && res[r].status == 0,
+				      "rank %d failed", r);
+	ck_assert_int_eq(res[VICTIM].signo, SIGKILL);
+}
+END_TEST
+
+TCase *tc_neighbor(void)
+{
+	TCase *tc = tcase_create("neighbor");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_er, 0,
+			    (int)(sizeof(er_p) / sizeof(er_p[0])));
+	tcase_add_loop_test(tc, test_stencil, 0, 2);
+	tcase_add_test(tc, test_outstanding);
+	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
+	tcase_add_loop_test(tc, test_exact_er, 0, 3);
+	tcase_add_test(tc, test_bad_args);
+	tcase_add_test(tc, test_peer_death);
+	return tc;
+}
