@@ -118,6 +118,28 @@ static int alltoall(coop_topo_t *t, const void *sbuf, size_t sbytes,
 	return nbr(t, &a, req, mode);
 }
 
+/* The v forms: their arrays must be there (checked per block later). */
+static int allgatherv(coop_topo_t *t, const void *sbuf, size_t sbytes,
+		      void *rbuf, const size_t *rcounts,
+		      const size_t *rdispls, coop_request_t **req, int mode)
+{
+	if (!rcounts || !rdispls)
+		return COOP_ERR_ARG;
+	return allgather(t, sbuf, sbytes, rbuf, 0, rcounts, rdispls, req,
+			 mode);
+}
+
+static int alltoallv(coop_topo_t *t, const void *sbuf,
+		     const size_t *scounts, const size_t *sdispls, void *rbuf,
+		     const size_t *rcounts, const size_t *rdispls,
+		     coop_request_t **req, int mode)
+{
+	if (!scounts || !sdispls || !rcounts || !rdispls)
+		return COOP_ERR_ARG;
+	return alltoall(t, sbuf, 0, scounts, sdispls, rbuf, 0, rcounts,
+			rdispls, req, mode);
+}
+
 int coop_neighbor_allgather(coop_topo_t *topo, const void *sbuf,
 			    size_t sbytes, void *rbuf, size_t rbytes)
 {
@@ -129,10 +151,8 @@ int coop_neighbor_allgatherv(coop_topo_t *topo, const void *sbuf,
 			     size_t sbytes, void *rbuf, const size_t *rbytes,
 			     const size_t *rdispls)
 {
-	if (!rbytes || !rdispls)
-		return COOP_ERR_ARG;
-	return allgather(topo, sbuf, sbytes, rbuf, 0, rbytes, rdispls, NULL,
-			 BLOCKING);
+	return allgatherv(topo, sbuf, sbytes, rbuf, rbytes, rdispls, NULL,
+			  BLOCKING);
 }
 
 int coop_neighbor_alltoall(coop_topo_t *topo, const void *sbuf,
@@ -147,10 +167,8 @@ int coop_neighbor_alltoallv(coop_topo_t *topo, const void *sbuf,
 			    void *rbuf, const size_t *rbytes,
 			    const size_t *rdispls)
 {
-	if (!sbytes || !rbytes || !rdispls)
-		return COOP_ERR_ARG;
-	return alltoall(topo, sbuf, 0, sbytes, sdispls, rbuf, 0, rbytes,
-			rdispls, NULL, BLOCKING);
+	return alltoallv(topo, sbuf, sbytes, sdispls, rbuf, rbytes, rdispls,
+			 NULL, BLOCKING);
 }
 
 int coop_ineighbor_allgather(coop_topo_t *topo, const void *sbuf,
@@ -165,10 +183,8 @@ int coop_ineighbor_allgatherv(coop_topo_t *topo, const void *sbuf,
 			      size_t sbytes, void *rbuf, const size_t *rbytes,
 			      const size_t *rdispls, coop_request_t **req)
 {
-	if (!rbytes || !rdispls)
-		return COOP_ERR_ARG;
-	return allgather(topo, sbuf, sbytes, rbuf, 0, rbytes, rdispls, req,
-			 NONBLOCKING);
+	return allgatherv(topo, sbuf, sbytes, rbuf, rbytes, rdispls, req,
+			  NONBLOCKING);
 }
 
 int coop_ineighbor_alltoall(coop_topo_t *topo, const void *sbuf,
@@ -184,10 +200,8 @@ int coop_ineighbor_alltoallv(coop_topo_t *topo, const void *sbuf,
 			     void *rbuf, const size_t *rbytes,
 			     const size_t *rdispls, coop_request_t **req)
 {
-	if (!sbytes || !rbytes || !rdispls)
-		return COOP_ERR_ARG;
-	return alltoall(topo, sbuf, 0, sbytes, sdispls, rbuf, 0, rbytes,
-			rdispls, req, NONBLOCKING);
+	return alltoallv(topo, sbuf, sbytes, sdispls, rbuf, rbytes, rdispls,
+			 req, NONBLOCKING);
 }
 
 int coop_neighbor_allgather_init(coop_topo_t *topo, const void *sbuf,
@@ -203,10 +217,8 @@ int coop_neighbor_allgatherv_init(coop_topo_t *topo, const void *sbuf,
 				  const size_t *rbytes, const size_t *rdispls,
 				  coop_request_t **req)
 {
-	if (!rbytes || !rdispls)
-		return COOP_ERR_ARG;
-	return allgather(topo, sbuf, sbytes, rbuf, 0, rbytes, rdispls, req,
-			 PERSISTENT);
+	return allgatherv(topo, sbuf, sbytes, rbuf, rbytes, rdispls, req,
+			  PERSISTENT);
 }
 
 int coop_neighbor_alltoall_init(coop_topo_t *topo, const void *sbuf,
@@ -222,8 +234,6 @@ int coop_neighbor_alltoallv_init(coop_topo_t *topo, const void *sbuf,
 				 void *rbuf, const size_t *rbytes,
 				 const size_t *rdispls, coop_request_t **req)
 {
-	if (!sbytes || !rbytes || !rdispls)
-		return COOP_ERR_ARG;
-	return alltoall(topo, sbuf, 0, sbytes, sdispls, rbuf, 0, rbytes,
-			rdispls, req, PERSISTENT);
+	return alltoallv(topo, sbuf, sbytes, sdispls, rbuf, rbytes, rdispls,
+			 req, PERSISTENT);
 }

@@ -32,7 +32,7 @@ struct bal {
 	uint32_t t, lo;
 };
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+int coop_coll_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
 	uint32_t c = *cap ? *cap : 16;
 	void *q;
@@ -129,8 +129,8 @@ static int add_pack(struct bal *s, int m, int h, const uint32_t *moved,
 
 	for (k = 0; k < nmoved; k++)
 		nblk += b->xf[moved[k]].nblk;
-	if (grow((void **)&b->xf, &b->capxf, b->nxf + 1, sizeof(*b->xf)) ||
-	    grow((void **)&b->blk, &b->capblk, b->nblk + nblk,
+	if (coop_coll_grow((void **)&b->xf, &b->capxf, b->nxf + 1, sizeof(*b->xf)) ||
+	    coop_coll_grow((void **)&b->blk, &b->capblk, b->nblk + nblk,
 		 sizeof(*b->blk)))
 		return -1;
 	b->xf[b->nxf] = (struct nbr_xfer){ m, h, b->nblk, nblk, 0 };

@@ -134,6 +134,10 @@ COOP_HIDDEN uint32_t coop_nbr_color(struct nbr_xfer *xf, uint32_t n,
  * II-B1): moves transfers from the rank with the most to the one with
  * the fewest while they differ by more than t; xf/blk grow (realloc).
  * The number of transfers moved, or -1 when out of memory. */
+/* Make room for need elements of elem bytes in *p (capacity *cap,
+ * doubled): 0, or -1 out of memory (*p unchanged). */
+COOP_HIDDEN int coop_coll_grow(void **p, uint32_t *cap, uint32_t need,
+			       size_t elem);
 struct nbr_balance {
 	struct nbr_xfer *xf;
 	uint32_t nxf, capxf;

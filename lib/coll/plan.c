@@ -29,29 +29,12 @@ struct builder {
 
 #define NONE UINT32_MAX
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t c = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	q = realloc(*p, (size_t)c * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 static uint32_t add_vertex(struct builder *b, uint8_t kind, int peer,
 			   uint32_t xfer, struct nbr_ref ref)
 {
 	struct nbr_plan *p = b->p;
 
-	if (grow((void **)&p->v, &b->capv, p->nv + 1, sizeof(*p->v)))
+	if (coop_coll_grow((void **)&p->v, &b->capv, p->nv + 1, sizeof(*p->v)))
 		return NONE;
 	p->v[p->nv] = (struct nbr_vertex){ .kind = kind, .peer = peer,
 					   .xfer = xfer, .ref = ref };
@@ -62,7 +45,7 @@ static int add_dep(struct builder *b, uint32_t pred, uint32_t succ)
 {
 	if (pred == NONE)
 		return 0;
-	if (grow((void **)&b->dep, &b->capdep, b->ndep + 1, sizeof(*b->dep)))
+	if (coop_coll_grow((void **)&b->dep, &b->capdep, b->ndep + 1, sizeof(*b->dep)))
 		return -1;
 	b->dep[b->ndep][0] = pred;
 	b->dep[b->ndep][1] = succ;
@@ -161,7 +144,7 @@ static uint32_t add_pack(struct builder *b, const struct nbr_xfer *xf,
 	*out = (struct nbr_ref){ SP_TEMP, 0, p->temp, xf->nblk * b->k };
 	p->temp += out->len;
 	v = add_vertex(b, V_PACK, -1, x, *out);
-	if (v == NONE || grow((void **)&p->seg, &b->capseg,
+	if (v == NONE || coop_coll_grow((void **)&p->seg, &b->capseg,
 			      p->nsegs + xf->nblk, sizeof(*p->seg)))
 		return NONE;
 	p->v[v].seg0 = p->nsegs;
