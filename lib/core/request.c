@@ -98,7 +98,8 @@ void coop_req_activate(struct coop_request *r)
 
 void coop_req_set_error(struct coop_request *r, int err)
 {
-	if (err && !r->err)
+	/* a failure after a truncation lost the data: it is what counts */
+	if (err && (!r->err || r->err == COOP_ERR_TRUNCATE))
 		r->err = err;
 }
 

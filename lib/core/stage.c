@@ -19,7 +19,7 @@
 
 struct chunk_hdr {
 	uint32_t busy;		/* the reader clears it */
-	uint32_t pad;
+	uint32_t reader;	/* the rank it is for (the writer's note) */
 	uint64_t len;		/* for debugging only: never trusted */
 	uint64_t pad2[6];
 };
@@ -192,20 +192,40 @@ int coop_stage_ring_idle(struct coop_stage_ring *r)
 	return !r->count;
 }
 
+int coop_stage_ring_awaited(struct coop_stage_ring *r,
+			    int (*gone)(const void *arg, int rank),
+			    const void *arg)
+{
+	uint64_t pos;
+	uint32_t k;
+
+	reclaim(r);
+	for (k = 0, pos = r->tail; k < r->count; k++) {
+		const struct chunk_hdr *c = chunk_at(r, pos);
+
+		if (__atomic_load_n(&c->busy, __ATOMIC_ACQUIRE) &&
+		    !gone(arg, (int)c->reader))
+			return 1;
+		pos += r->sizes[(r->first + k) % COOP_STAGE_MAX_CHUNKS];
+	}
+	return 0;
+}
+
 /* A chunk of total bytes at the head, busy or not. */
 static void push_chunk(struct coop_stage_ring *r, uint64_t total,
-		       uint64_t len, uint32_t busy)
+		       uint64_t len, uint32_t busy, int reader)
 {
 	struct chunk_hdr *c = chunk_at(r, r->head);
 
 	c->len = len;
+	c->reader = (uint32_t)reader;
 	__atomic_store_n(&c->busy, busy, __ATOMIC_RELAXED);
 	r->sizes[(r->first + r->count) % COOP_STAGE_MAX_CHUNKS] = total;
 	r->count++;
 	r->head += total;
 }
 
-int64_t coop_stage_alloc(struct coop_stage_ring *r, uint64_t len)
+int64_t coop_stage_alloc(struct coop_stage_ring *r, uint64_t len, int reader)
 {
 	uint64_t need = COOP_STAGE_CHUNK_HDR + ALIGN_UP(len, 64), at, pad = 0;
 
@@ -219,9 +239,9 @@ int64_t coop_stage_alloc(struct coop_stage_ring *r, uint64_t len)
 	    r->count + (pad ? 2 : 1) > COOP_STAGE_MAX_CHUNKS)
 		return -1;
 	if (pad)
-		push_chunk(r, pad, pad - COOP_STAGE_CHUNK_HDR, 0);
+		push_chunk(r, pad, pad - COOP_STAGE_CHUNK_HDR, 0, reader);
 	at = r->head % r->size;
-	push_chunk(r, need, len, 1);
+	push_chunk(r, need, len, 1, reader);
 	return (int64_t)(at + COOP_STAGE_CHUNK_HDR);
 }
 

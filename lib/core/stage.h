@@ -90,12 +90,16 @@ void coop_stage_outbox_ring(struct coop_stage_ring *r,
 			    const struct coop_stage *st);
 /* Writer: are all its chunks back? */
 int coop_stage_ring_idle(struct coop_stage_ring *r);
+/* Writer: does a chunk still wait for a reader that is not gone? */
+int coop_stage_ring_awaited(struct coop_stage_ring *r,
+			    int (*gone)(const void *arg, int rank),
+			    const void *arg);
 
 /*
  * Writer: room for len bytes, marked busy: the data's offset in the
  * ring, or -1 when there is none now (or ever: len beyond the ring).
  */
-int64_t coop_stage_alloc(struct coop_stage_ring *r, uint64_t len);
+int64_t coop_stage_alloc(struct coop_stage_ring *r, uint64_t len, int reader);
 
 /*
  * Reader: the data of the chunk at off of a ring of size bytes at base,

@@ -164,6 +164,7 @@ static void drop_unexpected(struct coop_context *ctx)
 void coop_mpi_finalize(struct coop_context *ctx)
 {
 	coop_bsend_fini(ctx);
+	coop_staged_drain(ctx);
 	coop_core_say_bye(ctx);
 	drop_unexpected(ctx);
 }

@@ -201,6 +201,9 @@ COOP_HIDDEN void coop_staged_register(struct coop_context *ctx);
 /* At init: the staging file, when the settings may use it. */
 COOP_HIDDEN int coop_staged_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_staged_fini(struct coop_context *ctx);
+/* Finalizing: wait until the ranks still there have read what we
+ * pre-copied for them (it lives in our outbox, which goes with us). */
+COOP_HIDDEN void coop_staged_drain(struct coop_context *ctx);
 /* Sender: stage r for its receiver and complete it (0), or -1 when it
  * must go another way (no room, synchronous, no staging), or the
  * COOP_ERR_* of a failed RTS. */

@@ -122,6 +122,31 @@ unsigned char *coop_staged_notes(struct coop_context *ctx, int rank)
 	return st && st->notes_bytes ? st->notes : NULL;
 }
 
+/* Can rank no longer read a chunk of ours (gone, or we ourselves, who
+ * stop reading now)? */
+static int reader_gone(const void *arg, int rank)
+{
+	const struct coop_context *ctx = arg;
+
+	return rank < 0 || rank >= ctx->size || rank == ctx->rank ||
+	       ctx->peers[rank].dead;
+}
+
+void coop_staged_drain(struct coop_context *ctx)
+{
+	struct coop_staged *sg = ctx->proto->staged;
+
+	if (!sg)
+		return;
+	while (coop_stage_ring_awaited(&sg->outbox, reader_gone, ctx)) {
+		if (coop_progress_once(ctx))
+			ctx->idle = 0;
+		else
+			coop_idle(ctx);
+	}
+	ctx->idle = 0;
+}
+
 /* The ring a send to peer fills: our outbox or our part of its inbox. */
 static struct coop_stage_ring *send_ring(struct coop_context *ctx,
 					 enum coop_proto proto, int peer)
@@ -151,7 +176,7 @@ int coop_staged_send(struct coop_context *ctx, struct coop_request *r,
 	if (!ctx->proto->staged || (r->flags & COOP_SEND_SYNC))
 		return -1;
 	ring = send_ring(ctx, proto, r->peer);
-	off = ring ? coop_stage_alloc(ring, r->len) : -1;
+	off = ring ? coop_stage_alloc(ring, r->len, r->peer) : -1;
 	if (off < 0)
 		return -1;
 	memcpy(ring->base + off, r->buf, r->len);

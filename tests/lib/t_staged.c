@@ -12,7 +12,11 @@
  *   4 MiB area, all sent before any is received: the 20 that fit (19
  *   where the ring wraps) staged, the rest RGET; every byte right; a
  *   second round stages as many again (every chunk came back);
- * - synchronous sends go by RGET (they wait for the match anyway).
+ * - synchronous sends go by RGET (they wait for the match anyway);
+ * - a sender that finalizes right after its sends completed (pre-copy:
+ *   the data is still in its outbox) waits in coop_finalize until the
+ *   receiver, rounds behind, has taken every message (40 rounds of
+ *   truncated receives): every byte arrives.
  */
 #include <check.h>
 #include <stdio.h>
@@ -173,6 +177,46 @@ START_TEST(test_staged_sync)
 }
 END_TEST
 
+/* Truncated receives of staged messages, 40 rounds: the sender is done
+ * (every send completed at once) rounds before the receiver. */
+static int leave_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	static const size_t len[] = { 100000, 3 << 20 };
+	static const size_t cap[] = { 50001, 1 << 20 };
+	char *buf = malloc(len[1]);
+	coop_status_t st;
+	int i, it, rc;
+
+	(void)arg;
+	t_barrier(ctx, rank, size);
+	for (it = 0; it < 40; it++) {
+		for (i = 0; i < 2; i++) {
+			uint32_t seed = (uint32_t)(it * 2 + i);
+
+			if (rank == 0) {
+				t_fill(buf, len[i], seed);
+				T_OK(coop_send(ctx, buf, len[i], 1, i, COMM, 0));
+				continue;
+			}
+			memset(buf, 0, len[1]);
+			rc = coop_recv(ctx, buf, cap[i], 0, i, COMM, 0, &st);
+			T_ASSERT(rc == COOP_ERR_TRUNCATE, "round %d: %s", it,
+				 coop_strerror(rc));
+			T_ASSERT(t_check(buf, cap[i], seed) < 0 && !buf[cap[i]],
+				 "round %d message %d", it, i);
+		}
+	}
+	free(buf);
+	return 0;	/* rank 0 finalizes at once */
+}
+
+START_TEST(test_staged_sender_leaves)
+{
+	ck_assert_int_eq(run_ranks(2, envs[_i], leave_rank, NULL, 60, NULL),
+			 0);
+}
+END_TEST
+
 TCase *tc_staged(void)
 {
 	TCase *tc = tcase_create("staged");
@@ -180,5 +224,6 @@ TCase *tc_staged(void)
 	tcase_add_loop_test(tc, test_staged_decoupled, 0, 2);
 	tcase_add_loop_test(tc, test_staged_ring, 0, 2);
 	tcase_add_loop_test(tc, test_staged_sync, 0, 2);
+	tcase_add_loop_test(tc, test_staged_sender_leaves, 0, 2);
 	return tc;
 }
