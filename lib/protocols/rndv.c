@@ -282,7 +282,10 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 	r->status.count = r->xfer;
 	if (m->len > r->len)
 		coop_req_set_error(r, COOP_ERR_TRUNCATE);
-	if (ctx->peers[m->src].dead) {
+	/* a staged message needs no sender: post-copy's data is in our
+	 * inbox, pre-copy's in an outbox we may still have mapped */
+	if (ctx->peers[m->src].dead && m->proto != PROTO_PRECOPY &&
+	    m->proto != PROTO_POSTCOPY) {
 		coop_req_fail(r, COOP_ERR_PEER_DEAD);
 		return;
 	}
