@@ -94,16 +94,11 @@ static struct coop_request *new_req(struct coop_context *ctx, int kind,
 				    const void *buf, size_t len, int peer,
 				    int tag, uint32_t comm, unsigned flags)
 {
-	struct coop_request *r = coop_req_new(ctx, kind);
+	struct coop_request *r = coop_req_new_msg(ctx, kind, buf, len, peer,
+						  tag, (uint16_t)comm);
 
-	if (!r)
-		return NULL;
-	r->buf = (void *)(uintptr_t)buf;
-	r->len = len;
-	r->peer = peer;
-	r->tag = tag;
-	r->comm = (uint16_t)comm;
-	r->flags = flags;
+	if (r)
+		r->flags = flags;
 	return r;
 }
 

@@ -113,8 +113,6 @@ static int alltoall(coop_topo_t *t, const void *sbuf, size_t sbytes,
 			      .rbytes = rbytes, .rcounts = rcounts,
 			      .rdispls = rdispls };
 
-	if ((scounts && !sdispls) || (!scounts && sdispls))
-		return COOP_ERR_ARG;
 	return nbr(t, &a, req, mode);
 }
 

@@ -54,7 +54,6 @@ struct coop_topo {
 	 * when small), or of calls of any sizes */
 	struct nbr_plan *plan[NBR_OPS];
 	uint32_t seq;		/* collectives started (tags) */
-	unsigned active;	/* instances started, not finished */
 	unsigned nreqs;		/* requests of it not freed */
 };
 

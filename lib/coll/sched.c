@@ -111,14 +111,14 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	char *buf = ref_addr(in, &vx->ref, &len);
 	int rc = COOP_SUCCESS;
 
-	r = coop_req_new(ctx, vx->kind == V_RECV ? REQ_RECV : REQ_SEND);
+	if (vx->kind == V_SEND && in->poisoned[v])
+		len = 0;	/* tells the receiver the data is lost */
+	r = coop_req_new_msg(ctx, vx->kind == V_RECV ? REQ_RECV : REQ_SEND,
+			     buf, len, vx->peer,
+			     (int)(vx->xfer << SEQ_BITS | in->seq),
+			     in->t->comm);
 	if (!r)
 		return COOP_ERR_NOMEM;
-	r->buf = buf;
-	r->len = vx->kind == V_SEND && in->poisoned[v] ? 0 : len;
-	r->peer = vx->peer;
-	r->tag = (int)(vx->xfer << SEQ_BITS | in->seq);
-	r->comm = in->t->comm;
 	r->complete_cb = child_done;
 	r->owner_data = &in->refs[v];
 	coop_req_activate(r);
@@ -166,7 +166,6 @@ static void finish(struct nbr_inst *in)
 {
 	struct coop_context *ctx = in->t->ctx;
 
-	in->t->active--;
 	if (!--ctx->coll->running)
 		coop_upcall_set(ctx, COOP_UP_COLL, NULL, NULL);
 	if (in->err)
@@ -308,7 +307,6 @@ int coop_coll_start(struct coop_request *r)
 	memset(in->poisoned, 0, p->nv ? p->nv : 1);
 	for (v = 0; v < p->nv; v++)
 		in->deps[v] = p->v[v].ndeps;
-	in->t->active++;
 	if (!ctx->coll->running++)
 		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress, NULL);
 	for (v = 0; v < p->nv; v++)

@@ -9,16 +9,11 @@ static struct coop_request *new_req(struct coop_context *ctx, int kind,
 				    const void *buf, size_t len, int peer,
 				    int tag, uint16_t comm)
 {
-	struct coop_request *r = coop_req_new(ctx, kind);
+	struct coop_request *r = coop_req_new_msg(ctx, kind, buf, len, peer,
+						  tag, comm);
 
-	if (!r)
-		return NULL;
-	r->buf = (void *)(uintptr_t)buf;
-	r->len = len;
-	r->peer = peer;
-	r->tag = tag;
-	r->comm = comm;
-	coop_req_activate(r);
+	if (r)
+		coop_req_activate(r);
 	return r;
 }
 

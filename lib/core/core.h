@@ -210,6 +210,11 @@ struct coop_request {
 
 COOP_HIDDEN struct coop_request *coop_req_new(struct coop_context *ctx,
 					      int kind);
+/* A new request for a message: buffer, length, peer, tag, context id. */
+COOP_HIDDEN struct coop_request *coop_req_new_msg(struct coop_context *ctx,
+						  int kind, const void *buf,
+						  size_t len, int peer, int tag,
+						  uint16_t comm);
 COOP_HIDDEN void coop_req_free(struct coop_request *r);
 COOP_HIDDEN uint32_t coop_req_id(const struct coop_request *r);
 COOP_HIDDEN struct coop_request *coop_req_lookup(struct coop_context *ctx,

@@ -28,6 +28,22 @@ struct coop_request *coop_req_new(struct coop_context *ctx, int kind)
 	return r;
 }
 
+struct coop_request *coop_req_new_msg(struct coop_context *ctx, int kind,
+				      const void *buf, size_t len, int peer,
+				      int tag, uint16_t comm)
+{
+	struct coop_request *r = coop_req_new(ctx, kind);
+
+	if (!r)
+		return NULL;
+	r->buf = (void *)(uintptr_t)buf;
+	r->len = len;
+	r->peer = peer;
+	r->tag = tag;
+	r->comm = comm;
+	return r;
+}
+
 void coop_req_free(struct coop_request *r)
 {
 	if (r->is_static)
