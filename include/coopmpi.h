@@ -685,7 +685,17 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            with one weight on every edge, of at most
  *                            COOP_NEIGHBOR_TREE_MAX: tree balancing.
  *   COOP_TOPO_STATIC_BUFFERS cdag_static_buffers: every call of one
- *                            kind passes the same buffers.
+ *                            kind passes the same buffers, of the same
+ *                            sizes (checked: COOP_ERR_COUNT if not).
+ *                            Messages of at most COOP_NEIGHBOR_SLOT_MAX
+ *                            then go through static slots: the sender
+ *                            writes into the receiver's shared memory,
+ *                            completion is seen by a canary in the
+ *                            block's last 8 bytes (COOP_NBR_CANARY) and
+ *                            readiness by counters the receivers publish
+ *                            (COOP_NEIGHBOR_RTR: each read directly, or
+ *                            combined in a tree per sender): no
+ *                            matching, no control message.
  */
 typedef struct coop_topo coop_topo_t;
 
@@ -710,8 +720,10 @@ typedef struct coop_topo coop_topo_t;
  * when the ranks' lists disagree (an edge one end does not name, weights
  * or hints that differ); COOP_ERR_NOMEM; COOP_ERR_PEER_DEAD;
  * COOP_ERR_UNSUPPORTED (more than 2^23 - 2 messages per call).
- * STRICT and STATIC_BUFFERS are checked for agreement and kept; the
- * calls do not use them yet (the static-buffer protocols are to come).
+ * STRICT is checked for agreement and kept (the context id is the
+ * topology's in any case).  With STATIC_BUFFERS every rank creates a
+ * shared-memory window for the slots of the messages it receives
+ * (/dev/shm/coopmpi-<key>-nbr-<rank>-<id>, removed by coop_topo_free).
  */
 COOP_API int coop_topo_create(coop_context_t *ctx, uint32_t comm,
 			      int indegree, const int *sources,
@@ -743,7 +755,21 @@ typedef struct coop_topo_info {
 	int forwards[2];	/* ... of them carrying other ranks' blocks */
 	int moved[2];		/* messages the tree balancing moved away
 				 * from their origin (whole graph) */
+	int slotted[2];		/* this rank's messages with a static slot
+				 * (STATIC_BUFFERS) */
+	uint64_t slot_sends[2];	/* messages this rank wrote into slots,
+				 * all calls so far */
+	uint64_t canary_flags[2];	/* ... of them whose last 8 bytes
+					 * were COOP_NBR_CANARY: completion
+					 * was flagged apart (see below) */
 } coop_topo_info_t;
+
+/* The canary of static slots: a slot buffer's last 8 bytes, read as a
+ * uint64_t in memory order, hold it until the sender's data is there.
+ * Data ending in these 8 bytes costs the sender one more store.  Every
+ * byte of it is non-zero, so shorter data (padded with zeros in front)
+ * never collides. */
+#define COOP_NBR_CANARY 0xC5A7E1B3D9F2486DULL
 
 /* coop_topo_get_info - fill *info.  COOP_ERR_ARG on NULL. */
 COOP_API int coop_topo_get_info(const coop_topo_t *topo,

@@ -25,6 +25,14 @@ enum coop_nbr_op { NBR_ALLGATHER, NBR_ALLTOALL, NBR_OPS };
 #define SEQ_BITS 8
 #define MAX_XFERS ((1u << (31 - SEQ_BITS)) - 1)
 
+/* The layer's state in a context. */
+struct coop_coll_state {
+	struct dlist ready;	/* instances with queued vertices */
+	struct dlist polling;	/* instances with slot vertices waiting */
+	unsigned running;	/* instances started, not finished */
+	uint64_t topos;		/* topologies created (their ids) */
+};
+
 /* ---------------- the graph (topo.c) ---------------- */
 
 struct coop_graph {
@@ -43,6 +51,13 @@ struct coop_graph {
 
 struct nbr_plan;
 
+/* Static sizes of one op's calls (COOP_TOPO_STATIC_BUFFERS): the first
+ * call's block sizes, which every later call must repeat. */
+struct nbr_sizes {
+	int known;
+	size_t *out, *in;	/* [outdeg], [indeg] */
+};
+
 struct coop_topo {
 	struct coop_context *ctx;
 	uint16_t comm;
@@ -54,7 +69,14 @@ struct coop_topo {
 	 * when small), or of calls of any sizes */
 	struct nbr_plan *plan[NBR_OPS];
 	uint32_t seq;		/* collectives started (tags) */
+	uint64_t calls[NBR_OPS];	/* of each op started */
 	unsigned nreqs;		/* requests of it not freed */
+	/* COOP_TOPO_STATIC_BUFFERS: slots (slots.c) */
+	uint64_t id;		/* names its windows; the same on all ranks */
+	unsigned char **win;	/* [n] windows mapped (ours, peers'), NULL */
+	uint64_t *win_bytes;	/* [n] each rank's window size */
+	char win_name[96];
+	struct nbr_sizes sizes[NBR_OPS];
 };
 
 /* ---------------- plans (plan.c, balance.c, color.c) ---------------- */
@@ -94,6 +116,24 @@ struct nbr_xfer {
 	uint32_t color;
 };
 
+/* A plan's static slots (the whole graph's; slots.c). */
+#define SLOT_HDR 128u
+struct nbr_slots {
+	uint64_t *off;		/* [nxf] offset in the receiver's window */
+	uint64_t *cap;		/* [nxf] bytes of each of its two buffers
+				 * (64-byte multiple); 0: no slot */
+	uint32_t *order;	/* transfers with a slot, by sender, each
+				 * sender's in transfer order: the nodes of
+				 * its RTR tree */
+	uint32_t *first;	/* [n + 1] sender s's: order[first[s] ..) */
+	uint32_t *pos;		/* [nxf] its node among its sender's */
+	uint64_t *next;		/* [nxf] ours to take: the next call */
+	unsigned arity;		/* RTR tree's; 0: direct RTR */
+	uint64_t tree_ok;	/* our tree was ready for calls up to it */
+	uint64_t sends, flagged;	/* this rank's slot sends, and those
+					 * whose canary word collided */
+};
+
 struct nbr_plan {
 	enum coop_nbr_op op;
 	uint64_t block;		/* uniform block bytes; UINT64_MAX: per call */
@@ -112,6 +152,7 @@ struct nbr_plan {
 	uint32_t nsegs;
 	uint64_t temp;		/* scratch bytes an instance needs */
 	uint32_t sends, forwards;
+	struct nbr_slots *slots;	/* STATIC_BUFFERS, else NULL */
 };
 
 /* The global graph's transfers for op with uniform block bytes (balanced
@@ -147,6 +188,55 @@ COOP_HIDDEN int coop_nbr_balance(const struct coop_graph *g,
 				 enum coop_nbr_op op, uint64_t block,
 				 struct nbr_balance *b,
 				 const struct coop_config *cfg);
+
+/* ---------------- static slots (slots.c, canary.c) ---------------- */
+
+/* Lay out both plans' slots, create our window and map the ones we
+ * touch (collective: every rank gets the same result).  COOP error. */
+COOP_HIDDEN int coop_nbr_slots_init(struct coop_topo *t);
+COOP_HIDDEN void coop_nbr_slots_fini(struct coop_topo *t);
+COOP_HIDDEN void coop_nbr_slots_free(struct nbr_slots *s);
+/* RTR tree of transfer x's sender: x's k-th child, or (top) the
+ * sender's own k-th child; UINT32_MAX: none. */
+COOP_HIDDEN uint32_t coop_nbr_tree_child(const struct nbr_plan *p,
+					 uint32_t x, unsigned k);
+COOP_HIDDEN uint32_t coop_nbr_tree_top(const struct nbr_plan *p, int from,
+				       unsigned k);
+
+/* Does call's transfer x of len bytes go through its slot? */
+static inline int coop_nbr_slotted(const struct nbr_plan *p, uint32_t x,
+				   size_t len)
+{
+	return p->slots && len && len <= p->slots->cap[x];
+}
+#define SLOT_WAIT (-1)
+/* Receiver (owner): arm both canaries of x's slot. */
+COOP_HIDDEN void coop_nbr_canary_arm(const struct coop_topo *t,
+				     const struct nbr_plan *p, uint32_t x);
+/* Sender: may call write x's buffer (RTR)? */
+COOP_HIDDEN int coop_nbr_slot_ready(const struct coop_topo *t,
+				    struct nbr_plan *p, uint32_t x,
+				    uint64_t call);
+/* Receiver of x, a tree node whose call does not go through its slot
+ * (too large): publish x's subtree; 1 once it consumed call (or the
+ * tree lost a rank), so the node need not stay for it any longer. */
+COOP_HIDDEN int coop_nbr_tree_hold(const struct coop_topo *t,
+				   struct nbr_plan *p, uint32_t x,
+				   uint64_t call);
+/* Sender: write call's data (or, lost, that there is none). */
+COOP_HIDDEN void coop_nbr_slot_write(const struct coop_topo *t,
+				     struct nbr_plan *p, uint32_t x,
+				     uint64_t call, const void *src,
+				     size_t len, int lost);
+/* Receiver: take call's data if it is there: COOP_SUCCESS, SLOT_WAIT,
+ * or COOP_ERR_PEER_DEAD (the sender had none). */
+COOP_HIDDEN int coop_nbr_slot_take(const struct coop_topo *t,
+				   struct nbr_plan *p, uint32_t x,
+				   uint64_t call, void *dst, size_t len);
+/* Receiver: call of x went another way; count it consumed. */
+COOP_HIDDEN void coop_nbr_slot_pass(const struct coop_topo *t,
+				    struct nbr_plan *p, uint32_t x,
+				    uint64_t call);
 
 /* ---------------- running a plan (sched.c) ---------------- */
 

@@ -5,6 +5,8 @@
  * plan.  With COOP_TOPO_EXACT_BYTES every block must have its edge's
  * weight: the plan's scratch layout and balancing rely on it.
  */
+#include <stdlib.h>
+
 #include "coll.h"
 
 /* Blocks of the send (out) or receive (in) side: sizes and buffer
@@ -40,6 +42,50 @@ static int check_call(const struct coop_topo *t, const struct nbr_args *a)
 				    a->rdispls, exact ? t->in_weight : NULL);
 }
 
+/* One side's sizes against the first call's (first: record them). */
+static int same_sizes(size_t *kept, int first, int deg, size_t uniform,
+		      const size_t *counts)
+{
+	int i;
+
+	for (i = 0; i < deg; i++) {
+		size_t n = counts ? counts[i] : uniform;
+
+		if (first)
+			kept[i] = n;
+		else if (kept[i] != n)
+			return COOP_ERR_COUNT;
+	}
+	return COOP_SUCCESS;
+}
+
+/* STATIC_BUFFERS: every call of an op has the first one's sizes (slots
+ * are taken or not by size, and both ends must take them alike). */
+static int check_static(struct coop_topo *t, const struct nbr_args *a)
+{
+	struct nbr_sizes *z = &t->sizes[a->op];
+	int first = !z->known, rc;
+
+	if (!(t->hints & COOP_TOPO_STATIC_BUFFERS))
+		return COOP_SUCCESS;
+	if (first) {
+		z->out = calloc((size_t)t->outdeg + 1, sizeof(*z->out));
+		z->in = calloc((size_t)t->indeg + 1, sizeof(*z->in));
+		if (!z->out || !z->in) {
+			free(z->out);
+			free(z->in);
+			z->out = z->in = NULL;
+			return COOP_ERR_NOMEM;
+		}
+	}
+	rc = same_sizes(z->out, first, t->outdeg, a->sbytes, a->scounts);
+	if (!rc)
+		rc = same_sizes(z->in, first, t->indeg, a->rbytes, a->rcounts);
+	if (!rc)
+		z->known = 1;
+	return rc;
+}
+
 int coop_nbr_call(struct coop_topo *t, const struct nbr_args *a,
 		  coop_request_t **req, int persistent)
 {
@@ -49,6 +95,8 @@ int coop_nbr_call(struct coop_topo *t, const struct nbr_args *a,
 	if (!t || !req)
 		return COOP_ERR_ARG;
 	rc = check_call(t, a);
+	if (!rc)
+		rc = check_static(t, a);
 	if (!rc)
 		rc = coop_coll_request(t, t->plan[a->op], a, persistent, &r);
 	if (rc)

@@ -329,5 +329,6 @@ void coop_nbr_plan_free(struct nbr_plan *p)
 	free(p->v);
 	free(p->succ);
 	free(p->seg);
+	coop_nbr_slots_free(p->slots);
 	free(p);
 }

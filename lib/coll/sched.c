@@ -30,7 +30,7 @@ struct vref {
 
 struct nbr_inst {
 	struct coop_topo *t;
-	const struct nbr_plan *p;
+	struct nbr_plan *p;
 	struct nbr_args a;
 	struct coop_request *req;	/* the user's */
 	char *temp;
@@ -39,15 +39,17 @@ struct nbr_inst {
 	struct vref *refs;	/* [nv] the children's owner_data */
 	uint32_t *doneq;	/* [nv] finished, successors not released */
 	int *doneerr;		/* [nv] their errors */
+	uint32_t *pend;		/* [nv] slot vertices waiting (RTR, RTE) */
+	uint32_t npend;
+	uint32_t *hold;		/* [nv] RTR tree nodes we publish till
+				 * their subtree consumed the call */
+	uint32_t nhold;
 	uint32_t ndone, finished;
 	int err;
 	uint16_t seq;
+	uint64_t call;		/* of its op on the topology */
 	struct dlist link;	/* on the ready list */
-};
-
-struct coop_coll_state {
-	struct dlist ready;	/* instances with queued vertices */
-	unsigned running;	/* instances started, not finished */
+	struct dlist plink;	/* on the polling list */
 };
 
 /* ---------------- bytes of a vertex ---------------- */
@@ -102,6 +104,113 @@ static void child_done(struct coop_request *r)
 	queue_done(in, ref->v, err);
 }
 
+/* ---------------- slot vertices (STATIC_BUFFERS) ---------------- */
+
+static int peer_lost(const struct coop_context *ctx, int peer)
+{
+	return ctx->peers[peer].dead || ctx->peers[peer].misbehaved;
+}
+
+static void finish(struct nbr_inst *in);
+
+static void poll_link(struct nbr_inst *in)
+{
+	if (!dlist_linked(&in->plink))
+		dlist_add_tail(&in->t->ctx->coll->polling, &in->plink);
+}
+
+/* A node of a sender's RTR tree stands for its subtree: it publishes
+ * the subtree's progress until all of it consumed the call (else its
+ * parent could wait for a word nobody updates). */
+static void hold_start(struct nbr_inst *in, uint32_t x)
+{
+	if (!in->p->slots->arity || coop_nbr_tree_child(in->p, x, 0) ==
+	    UINT32_MAX || coop_nbr_tree_hold(in->t, in->p, x, in->call))
+		return;
+	in->hold[in->nhold++] = x;
+	poll_link(in);
+}
+
+/* One try of slot vertex v: 1 done (queued), 0 it still waits. */
+static int slot_step(struct nbr_inst *in, uint32_t v)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	struct coop_context *ctx = in->t->ctx;
+	size_t len;
+	char *buf = ref_addr(in, &vx->ref, &len);
+	int rc, lost;
+
+	if (vx->kind == V_SEND) {
+		rc = COOP_SUCCESS;
+		if (!coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call)) {
+			if (!peer_lost(ctx, vx->peer))
+				return 0;
+			rc = COOP_ERR_PEER_DEAD;
+		} else {
+			coop_nbr_slot_write(in->t, in->p, vx->xfer, in->call,
+					    buf, len, in->poisoned[v]);
+		}
+	} else {
+		lost = peer_lost(ctx, vx->peer);	/* before the look */
+		rc = coop_nbr_slot_take(in->t, in->p, vx->xfer, in->call, buf,
+					len);
+		if (rc == SLOT_WAIT && !lost)
+			return 0;
+		if (rc == SLOT_WAIT)
+			rc = COOP_ERR_PEER_DEAD;
+		else
+			hold_start(in, vx->xfer);
+	}
+	queue_done(in, v, rc);
+	return 1;
+}
+
+static void slot_start(struct nbr_inst *in, uint32_t v)
+{
+	if (slot_step(in, v))
+		return;
+	in->pend[in->npend++] = v;
+	poll_link(in);
+}
+
+
+/* The slot vertices and tree holds of in that wait: the number done. */
+static int slots_poll(struct nbr_inst *in)
+{
+	uint32_t i = 0;
+	int n = 0;
+
+	while (i < in->npend) {
+		if (slot_step(in, in->pend[i])) {
+			in->pend[i] = in->pend[--in->npend];
+			n++;
+		} else {
+			i++;
+		}
+	}
+	for (i = 0; i < in->nhold;) {
+		if (coop_nbr_tree_hold(in->t, in->p, in->hold[i], in->call)) {
+			in->hold[i] = in->hold[--in->nhold];
+			n++;
+		} else {
+			i++;
+		}
+	}
+	if (!in->npend && !in->nhold) {
+		dlist_del(&in->plink);
+		if (in->finished == in->p->nv)
+			finish(in);
+	}
+	return n;
+}
+
+static int slots_waiting(const struct coop_context *ctx)
+{
+	return !dlist_empty(&ctx->coll->polling);
+}
+
+/* ---------------- point-to-point vertices ---------------- */
+
 static int start_child(struct nbr_inst *in, uint32_t v)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
@@ -111,6 +220,15 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	char *buf = ref_addr(in, &vx->ref, &len);
 	int rc = COOP_SUCCESS;
 
+	if (coop_nbr_slotted(in->p, vx->xfer, len)) {
+		slot_start(in, v);
+		return COOP_SUCCESS;
+	}
+	if (vx->kind == V_RECV && in->p->slots &&
+	    in->p->slots->cap[vx->xfer]) {
+		coop_nbr_slot_pass(in->t, in->p, vx->xfer, in->call);
+		hold_start(in, vx->xfer);
+	}
 	if (vx->kind == V_SEND && in->poisoned[v])
 		len = 0;	/* tells the receiver the data is lost */
 	r = coop_req_new_msg(ctx, vx->kind == V_RECV ? REQ_RECV : REQ_SEND,
@@ -197,16 +315,21 @@ static int drain(struct nbr_inst *in)
 	}
 	if (dlist_linked(&in->link))
 		dlist_del(&in->link);
-	if (in->finished == p->nv)
+	if (in->finished == p->nv && !in->nhold)
 		finish(in);
 	return n;
 }
 
 static int coll_progress(struct coop_context *ctx)
 {
-	struct dlist *ready = &ctx->coll->ready;
+	struct dlist *ready = &ctx->coll->ready, *pos, *next;
 	int n = 0;
 
+	for (pos = ctx->coll->polling.next; pos != &ctx->coll->polling;
+	     pos = next) {
+		next = pos->next;
+		n += slots_poll(container_of(pos, struct nbr_inst, plink));
+	}
 	while (!dlist_empty(ready))
 		n += drain(container_of(ready->next, struct nbr_inst, link));
 	return n;
@@ -222,11 +345,13 @@ static void inst_free(struct nbr_inst *in)
 	free(in->refs);
 	free(in->doneq);
 	free(in->doneerr);
+	free(in->pend);
+	free(in->hold);
 	free(in);
 }
 
 static struct nbr_inst *inst_new(struct coop_topo *t,
-				 const struct nbr_plan *p,
+				 struct nbr_plan *p,
 				 const struct nbr_args *a)
 {
 	struct nbr_inst *in = calloc(1, sizeof(*in));
@@ -244,9 +369,13 @@ static struct nbr_inst *inst_new(struct coop_topo *t,
 	in->refs = malloc(nv * sizeof(*in->refs));
 	in->doneq = malloc(nv * sizeof(*in->doneq));
 	in->doneerr = malloc(nv * sizeof(*in->doneerr));
+	in->pend = malloc(nv * sizeof(*in->pend));
+	in->hold = malloc(nv * sizeof(*in->hold));
 	dlist_init(&in->link);
+	dlist_init(&in->plink);
 	if ((p->temp && !in->temp) || !in->deps || !in->poisoned ||
-	    !in->refs || !in->doneq || !in->doneerr) {
+	    !in->refs || !in->doneq || !in->doneerr || !in->pend ||
+	    !in->hold) {
 		inst_free(in);
 		return NULL;
 	}
@@ -295,20 +424,23 @@ int coop_coll_start(struct coop_request *r)
 {
 	struct nbr_inst *in = r->owner_data;
 	struct coop_context *ctx = r->ctx;
-	const struct nbr_plan *p = in->p;
+	struct nbr_plan *p = in->p;
 	uint32_t v;
 
 	coop_req_activate(r);
 	r->status.count = 0;
 	r->pending = EV_LOCAL;
 	in->seq = (uint16_t)(in->t->seq++ & ((1u << SEQ_BITS) - 1));
+	in->call = in->t->calls[p->op]++;
 	in->ndone = in->finished = 0;
+	in->npend = in->nhold = 0;
 	in->err = COOP_SUCCESS;
 	memset(in->poisoned, 0, p->nv ? p->nv : 1);
 	for (v = 0; v < p->nv; v++)
 		in->deps[v] = p->v[v].ndeps;
 	if (!ctx->coll->running++)
-		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress, NULL);
+		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress,
+				slots_waiting);
 	for (v = 0; v < p->nv; v++)
 		if (!p->v[v].ndeps)
 			run_vertex(in, v);
@@ -322,6 +454,7 @@ int coop_coll_layer_init(struct coop_context *ctx)
 	if (!ctx->coll)
 		return COOP_ERR_NOMEM;
 	dlist_init(&ctx->coll->ready);
+	dlist_init(&ctx->coll->polling);
 	return COOP_SUCCESS;
 }
 

@@ -429,8 +429,12 @@ int coop_topo_free_locked(struct coop_topo *t)
 
 	if (t->nreqs)
 		return COOP_ERR_STATE;	/* a request still runs or may */
-	for (op = 0; op < NBR_OPS; op++)
+	coop_nbr_slots_fini(t);
+	for (op = 0; op < NBR_OPS; op++) {
 		coop_nbr_plan_free(t->plan[op]);
+		free(t->sizes[op].out);
+		free(t->sizes[op].in);
+	}
 	graph_free(&t->g);
 	free(t->in_weight);
 	free(t);
@@ -464,9 +468,12 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 	t->hints = hints;
 	t->indeg = indeg;
 	t->outdeg = outdeg;
+	t->id = ++ctx->coll->topos;
 	rc = in_weights(t);
 	if (!rc)
 		rc = plans_build(t);
+	if (!rc && (hints & COOP_TOPO_STATIC_BUFFERS))
+		rc = coop_nbr_slots_init(t);
 	if (rc) {
 		coop_topo_free_locked(t);
 		return rc;
@@ -487,5 +494,11 @@ void coop_topo_info_fill(const struct coop_topo *t, coop_topo_info_t *info)
 		info->sends[op] = (int)p->sends;
 		info->forwards[op] = (int)p->forwards;
 		info->moved[op] = (int)p->moved;
+		if (!p->slots)
+			continue;
+		info->slotted[op] = (int)(p->slots->first[t->ctx->rank + 1] -
+					  p->slots->first[t->ctx->rank]);
+		info->slot_sends[op] = p->slots->sends;
+		info->canary_flags[op] = p->slots->flagged;
 	}
 }

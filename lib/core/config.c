@@ -45,6 +45,10 @@ static const struct cfg_word order_words[] = {
 	{ "color", 1 }, { "list", 0 }, { NULL, 0 },
 };
 
+static const struct cfg_word rtr_words[] = {
+	{ "direct", 0 }, { "tree", 1 }, { NULL, 0 },
+};
+
 static const struct cfg_word rndv_words[] = {
 	{ "auto", COOP_RNDV_AUTO }, { "rget", COOP_RNDV_RGET },
 	{ "rput", COOP_RNDV_RPUT }, { "rtr", COOP_RNDV_RTR },
@@ -188,6 +192,22 @@ static const struct cfg_entry table[] = {
 	  NULL, 1,
 	  "tree balancing: ceil(L/o), the messages a sender sends itself "
 	  "while a forwarder's copy is on its way" },
+	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "4k", 0,
+	  MIB, NULL, 1,
+	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "
+	  "messages of at most this go through static slots in the "
+	  "receiver's shared memory (canary completion, no matching), "
+	  "larger ones as point-to-point messages; 0: never" },
+	{ "COOP_NEIGHBOR_RTR", CFG_ENUM, FIELD(nbr_rtr_tree), "direct", 0, 0,
+	  rtr_words, 1,
+	  "static slots: how a sender learns that a receiver took the data "
+	  "it wrote two calls ago; direct: it reads each receiver's count; "
+	  "tree: receivers combine their counts in a tree per sender "
+	  "(COOP_NEIGHBOR_RTR_ARITY children each), the sender reads its "
+	  "top's" },
+	{ "COOP_NEIGHBOR_RTR_ARITY", CFG_UINT, FIELD(nbr_rtr_arity), "4", 1,
+	  64, NULL, 1,
+	  "COOP_NEIGHBOR_RTR=tree: children per tree node" },
 	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
 	  "off: never copy across processes in one step, pipeline large "
 	  "messages through bounce buffers; auto: probe at connect (shm "

@@ -1080,6 +1080,297 @@ START_TEST(test_peer_death)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* COOP_TOPO_STATIC_BUFFERS: static slots, canary, RTR trees            */
+/* ------------------------------------------------------------------ */
+
+#define SLOT_MAX 4096		/* COOP_NEIGHBOR_SLOT_MAX in these cases */
+
+struct static_case {
+	struct gspec g;
+	unsigned hints;
+	int wmode;		/* with EXACT_BYTES: W_UNIFORM or W_EDGE */
+	size_t bytes;		/* ... their size (base) */
+	const char *const *env;
+};
+
+/* After a static topology's calls: this rank's messages with a slot
+ * went through it (and, uniform sizes, no others did), none flagged
+ * (the pattern's last bytes are not the canary). */
+static void check_slot_info(const struct rk *k, int op, size_t bytes, int v)
+{
+	coop_topo_info_t in;
+
+	T_OK(coop_topo_get_info(k->topo, &in));
+	T_ASSERT(in.slotted[op] >= 0 && in.slotted[op] <= in.sends[op],
+		 "%s: slotted %d of %d", k->what, in.slotted[op],
+		 in.sends[op]);
+	if (!v && (bytes > SLOT_MAX || !bytes))
+		T_ASSERT(!in.slot_sends[op], "%s: %llu slot sends of %zu B",
+			 k->what, (unsigned long long)in.slot_sends[op],
+			 bytes);
+	else if (!v && in.slotted[op] && k->wmode == W_NONE)
+		T_ASSERT(in.slot_sends[op] > 0, "%s: no slot sends", k->what);
+	T_ASSERT(!in.canary_flags[op], "%s: %llu canary flags", k->what,
+		 (unsigned long long)in.canary_flags[op]);
+}
+
+/* The first call fixes an op's sizes: another size is refused
+ * (COOP_ERR_COUNT) before any message. */
+static void static_wrong_size(struct rk *k, int op, size_t bytes)
+{
+	struct call c;
+	size_t *n;
+	int rc;
+
+	if (!k->g.outdeg[k->rank] && !k->g.indeg[k->rank])
+		return;
+	call_setup(&c, k, op, is_v(op) ? bytes : bytes + 1);
+	n = c.nrecv ? &c.rcnt[c.nrecv - 1] : &c.scnt[c.nsend - 1];
+	if (is_v(op))
+		++*n;	/* one block (the last of a side with any) */
+	rc = call_post(&c, k->topo, M_BLOCK, NULL);
+	T_ASSERT(rc == COOP_ERR_COUNT, "static %s: a block of %zu B after "
+		 "%zu B: %s", op_name[op], *n, bytes, coop_strerror(rc));
+	call_free(&c);
+}
+
+/* On a fresh topology per (size, v or not): the ops of that kind in
+ * every mode, three alltoalls outstanding at once, a wrong size. */
+static void static_group(struct rk *k, unsigned hints, size_t bytes, int v)
+{
+	const int ops[2][2] = { { OP_AG, OP_A2A }, { OP_AGV, OP_A2AV } };
+	const int three[] = { ops[v][1], ops[v][1], ops[v][1] };
+	struct rk *one[] = { k, k, k };
+	int i, mode;
+
+	T_OK(topo_make(k, COMM_BASE, hints));
+	for (i = 0; i < 2; i++) {
+		if (k->wmode == W_EDGE && ops[v][i] != OP_A2AV)
+			continue;	/* the weights are alltoallv's */
+		for (mode = 0; mode < NMODES; mode++)
+			run_call(k, ops[v][i], mode, bytes);
+		check_slot_info(k, ops[v][i] < OP_A2A ? COOP_NBR_ALLGATHER :
+				COOP_NBR_ALLTOALL, bytes, v);
+	}
+	run_together(one, three, 3, bytes);
+	static_wrong_size(k, ops[v][1], bytes);
+	topo_done(k);
+}
+
+static int static_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct static_case *sc = arg;
+	static const size_t sizes[] = { 1, 8, 100, SLOT_MAX, SLOT_MAX + 1,
+					65536 + 3 };
+	struct rk k;
+	int s, v;
+
+	(void)size;
+	rk_init(&k, ctx, rank, &sc->g);
+	k.wmode = sc->wmode;
+	k.wbytes = sc->bytes;
+	for (s = 0; s < (int)(sizeof(sizes) / sizeof(sizes[0])); s++)
+		for (v = 0; v < 2; v++)
+			if (!sc->wmode || (sizes[s] == sc->bytes &&
+					   (v || sc->wmode == W_UNIFORM)))
+				static_group(&k, sc->hints, sizes[s], v);
+	return 0;
+}
+
+static const char *const env_direct[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
+					  "COOP_NEIGHBOR_RTR=direct",
+					  "COOP_SPIN=100", NULL };
+static const char *const env_tree2[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
+					 "COOP_NEIGHBOR_RTR=tree",
+					 "COOP_NEIGHBOR_RTR_ARITY=2",
+					 "COOP_SPIN=100", NULL };
+static const char *const env_chain[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
+					 "COOP_NEIGHBOR_RTR=tree",
+					 "COOP_NEIGHBOR_RTR_ARITY=1",
+					 "COOP_SPIN=100", NULL };
+#define ST COOP_TOPO_STATIC_BUFFERS
+#define EX (COOP_TOPO_STATIC_BUFFERS | COOP_TOPO_EXACT_BYTES)
+
+static const struct static_case static_cases[] = {
+	{ { G_ER, 4, 0.7, 11, 0, { 0 }, 0, "A(4, 0.7)" }, ST, W_NONE, 0,
+	  env_direct },
+	{ { G_ER, 4, 1.0, 0, 0, { 0 }, 0, "A(4, 1)" }, ST, W_NONE, 0,
+	  env_tree2 },
+	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0, "stencil 2x2x1x1" }, ST,
+	  W_NONE, 0, env_chain },
+	{ { G_HOT, 8, 0, 0, 0, { 0 }, 1, "hot spot 8" }, EX, W_UNIFORM, 8,
+	  env_tree2 },
+	{ { G_ER, 4, 0.7, 13, 0, { 0 }, 0, "A(4, 0.7) weights" }, EX,
+	  W_EDGE, 100, env_direct },
+};
+
+/* Every op and mode through the slots (1 B .. COOP_NEIGHBOR_SLOT_MAX)
+ * and past them, with direct RTR, a binary tree and a chain, with
+ * duplicate and self edges, balanced (EXACT_BYTES hot spot) and with a
+ * weight per edge: data right, sizes fixed by the first call. */
+START_TEST(test_static)
+{
+	const struct static_case *sc = &static_cases[_i];
+	double t0 = now();
+
+	ck_assert_int_eq(run_ranks(sc->g.n, sc->env, static_rank,
+				   (void *)sc, 90, NULL), 0);
+	fprintf(stderr, "neighbor: static %s (%s): %.2f s\n", sc->g.name,
+		sc->env[1] + 18, now() - t0);
+}
+END_TEST
+
+/* Canary collisions: the block's last bytes as the canary's. */
+static const uint64_t canary = COOP_NBR_CANARY;
+
+static int collides(int o, int j, uint32_t iter)
+{
+	return (o + j + (int)iter) % 3 != 1;
+}
+
+/* The canary's last min(len, 8) bytes at the end of the block (so a
+ * block of 5 bytes ends like the canary, but never equals its word). */
+static void canary_tail(unsigned char *b, size_t len, int o, int j,
+			uint32_t iter)
+{
+	size_t n = len < 8 ? len : 8;
+
+	t_fill(b, len, bseed(o, j, iter));
+	if (collides(o, j, iter))
+		memcpy(b + len - n, (const unsigned char *)&canary + 8 - n, n);
+}
+
+static void canary_call(struct rk *k, int op, size_t len, uint64_t *flags)
+{
+	const struct graph *g = &k->g;
+	int r = k->rank, i, nsend = op == OP_AG ? 1 : g->outdeg[r];
+	unsigned char *sb = malloc(len * MAXDEG), *rb = malloc(len * MAXDEG);
+	unsigned char want[64];
+	uint32_t it = k->iter++;
+
+	T_ASSERT(sb && rb && len <= sizeof(want), "malloc");
+	for (i = 0; i < nsend; i++) {
+		int j = op == OP_AG ? AG_SLOT : i;
+
+		canary_tail(sb + i * len, len, r, j, it);
+		if (len >= 8 && collides(r, j, it))
+			*flags += op == OP_AG ? (uint64_t)g->outdeg[r] : 1;
+	}
+	T_OK(op == OP_AG ?
+	     coop_neighbor_allgather(k->topo, sb, len, rb, len) :
+	     coop_neighbor_alltoall(k->topo, sb, len, rb, len));
+	for (i = 0; i < g->indeg[r]; i++) {
+		int o = g->src[r][i];
+		int j = op == OP_AG ? AG_SLOT : origin_slot(g, r, i);
+
+		canary_tail(want, len, o, j, it);
+		T_ASSERT(!memcmp(rb + i * len, want, len), "canary %s %zu B: "
+			 "block %d from %d wrong", op_name[op], len, i, o);
+	}
+	free(sb);
+	free(rb);
+}
+
+static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	static const size_t lens[] = { 5, 8, 16, 61 };
+	const struct gspec *gs = arg;
+	coop_topo_info_t in;
+	uint64_t flags[2];
+	struct rk k;
+	int l, op, n, a2a;
+
+	(void)size;
+	rk_init(&k, ctx, rank, gs);
+	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
+		T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
+		flags[0] = flags[1] = 0;
+		for (n = 0; n < 7; n++)
+			for (op = OP_AG; op <= OP_A2A; op += OP_A2A)
+				canary_call(&k, op, lens[l],
+					    &flags[op == OP_A2A]);
+		T_OK(coop_topo_get_info(k.topo, &in));
+		for (a2a = 0; a2a < 2; a2a++) {
+			T_ASSERT(in.canary_flags[a2a] == flags[a2a],
+				 "%zu B op %d: %llu canary flags, want %llu",
+				 lens[l], a2a,
+				 (unsigned long long)in.canary_flags[a2a],
+				 (unsigned long long)flags[a2a]);
+			T_ASSERT(in.slot_sends[a2a] ==
+				 7ull * (uint64_t)k.g.outdeg[rank],
+				 "%zu B op %d: %llu slot sends", lens[l], a2a,
+				 (unsigned long long)in.slot_sends[a2a]);
+		}
+		topo_done(&k);
+	}
+	return 0;
+}
+
+/* Blocks ending in the canary's bytes (5, 8, 16, 61 B; allgather and
+ * alltoall, 7 calls each so both buffers of every slot collide and
+ * not): data right, a flag for exactly the blocks of 8 B or more whose
+ * last 8 bytes are the canary, every message through its slot.  Direct
+ * RTR and a binary tree. */
+START_TEST(test_canary)
+{
+	const struct gspec gs = { .kind = G_ER, .n = 4, .p = 1.0,
+				  .name = "A(4, 1)" };
+
+	ck_assert_int_eq(run_ranks(4, _i ? env_tree2 : env_direct,
+				   canary_rank, (void *)&gs, 60, NULL), 0);
+}
+END_TEST
+
+/* A(4, 1), 8 B alltoalls through slots: the victim makes one call and
+ * is killed; the others' next two calls end with COOP_ERR_PEER_DEAD
+ * (the first: its block never comes; the second: it never frees the
+ * buffer for ours), none hangs. */
+static int static_death_rank(coop_context_t *ctx, int rank, int size,
+			     void *arg)
+{
+	const struct gspec full = { .kind = G_ER, .n = size, .p = 1.0 };
+	int *flags = arg, rc, i;
+	struct call c;
+	struct rk k;
+
+	rk_init(&k, ctx, rank, &full);
+	T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
+	run_call(&k, OP_A2A, M_BLOCK, 8);
+	if (rank == VICTIM) {
+		__atomic_store_n(&flags[rank], 1, __ATOMIC_RELEASE);
+		raise(SIGKILL);
+		T_FAIL("alive after SIGKILL");
+	}
+	wait_flags(flags, VICTIM, VICTIM + 1);
+	call_setup(&c, &k, OP_A2A, 8);
+	for (i = 0; i < 2; i++) {
+		call_fill(&c, &k);
+		rc = coop_neighbor_alltoall(k.topo, c.sbuf, 8, c.rbuf, 8);
+		T_ASSERT(rc == COOP_ERR_PEER_DEAD, "call %d after the death: "
+			 "%s", i, coop_strerror(rc));
+	}
+	call_free(&c);
+	topo_done(&k);
+	return 0;
+}
+
+START_TEST(test_static_death)
+{
+	struct rank_result res[4];
+	int *flags = shared_alloc(4096), r;
+
+	run_ranks(4, _i ? env_tree2 : env_direct, static_death_rank, flags,
+		  60, res);
+	shared_free(flags, 4096);
+	for (r = 0; r < 4; r++)
+		if (r != VICTIM)
+			ck_assert_msg(res[r].exited && res[r].status == 0,
+				      "rank %d failed", r);
+	ck_assert_int_eq(res[VICTIM].signo, SIGKILL);
+}
+END_TEST
+
 TCase *tc_neighbor(void)
 {
 	TCase *tc = tcase_create("neighbor");
@@ -1093,5 +1384,10 @@ TCase *tc_neighbor(void)
 	tcase_add_loop_test(tc, test_exact_er, 0, 3);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_peer_death);
+	tcase_add_loop_test(tc, test_static, 0,
+			    (int)(sizeof(static_cases) /
+				  sizeof(static_cases[0])));
+	tcase_add_loop_test(tc, test_canary, 0, 2);
+	tcase_add_loop_test(tc, test_static_death, 0, 2);
 	return tc;
 }

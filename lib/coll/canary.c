@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * canary.c - moving a small transfer through its static slot
+ * [Hoefler, III-C2/3]: ready-to-receive (RTR) and ready-to-exit (RTE)
+ * without a message.
+ *
+ * RTE, the canary: the receiver keeps the last 8 bytes of each slot
+ * buffer at COOP_NBR_CANARY.  The sender copies the data so that it
+ * ends there, the last 8 bytes (the canary word) stored last, with
+ * release; the receiver sees the word change and has the whole data.
+ * Data whose last 8 bytes equal the canary would go unnoticed: then the
+ * sender also stores the call's number in the buffer's flag.  Data
+ * shorter than 8 bytes is preceded by zero bytes in the word, which the
+ * canary has none of, so it never collides.
+ *
+ * RTR: calls alternate between a slot's two buffers; call n may write
+ * its buffer once the receiver consumed call n - 2 of the slot (and
+ * armed the canary again).  Direct: the sender reads each receiver's
+ * consumed count.  Tree (COOP_NEIGHBOR_RTR=tree): a sender's slots form
+ * a k-ary tree; each receiver publishes the least consumed count of its
+ * subtree (its own and its children's words), so the sender reads only
+ * its k children's words per call, not one per destination.
+ */
+#include <string.h>
+
+#include "coll.h"
+
+struct slot_hdr {
+	uint64_t consumed;	/* receiver: calls of the slot taken */
+	uint64_t ready;		/* receiver: least consumed of its subtree */
+	uint64_t pad0[6];
+	uint64_t flag[2];	/* sender, per buffer: call + 1 | FLAG_LOST */
+	uint64_t pad1[6];
+};
+_Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
+
+#define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
+#define LOAD_ACQ(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
+
+static struct slot_hdr *slot_of(const struct coop_topo *t,
+				const struct nbr_plan *p, uint32_t x)
+{
+	return (struct slot_hdr *)(t->win[p->xf[x].to] + p->slots->off[x]);
+}
+
+/* The byte after call's buffer: its data ends there, the canary word
+ * being its last 8 bytes. */
+static unsigned char *buf_end(const struct coop_topo *t,
+			      const struct nbr_plan *p, uint32_t x,
+			      uint64_t call)
+{
+	uint64_t cap = p->slots->cap[x];
+
+	return (unsigned char *)slot_of(t, p, x) + SLOT_HDR +
+	       (call & 1) * cap + cap;
+}
+
+static uint64_t *canary_of(const struct coop_topo *t, const struct nbr_plan *p,
+			   uint32_t x, uint64_t call)
+{
+	return (uint64_t *)(void *)(buf_end(t, p, x, call) - 8);
+}
+
+void coop_nbr_canary_arm(const struct coop_topo *t, const struct nbr_plan *p,
+			 uint32_t x)
+{
+	*canary_of(t, p, x, 0) = COOP_NBR_CANARY;
+	*canary_of(t, p, x, 1) = COOP_NBR_CANARY;
+}
+
+static void store_max(uint64_t *word, uint64_t v)
+{
+	if (__atomic_load_n(word, __ATOMIC_RELAXED) < v)
+		__atomic_store_n(word, v, __ATOMIC_RELEASE);
+}
+
+/* ---------------- RTR ---------------- */
+
+/* Receiver of x: publish its subtree's least consumed count. */
+static void tree_publish(const struct coop_topo *t, const struct nbr_plan *p,
+			 uint32_t x)
+{
+	struct slot_hdr *h = slot_of(t, p, x);
+	uint64_t least = __atomic_load_n(&h->consumed, __ATOMIC_RELAXED);
+	uint32_t k, c;
+
+	for (k = 0; k < p->slots->arity; k++) {
+		c = coop_nbr_tree_child(p, x, k);
+		if (c != UINT32_MAX)
+			least = COOP_MIN(least, LOAD_ACQ(&slot_of(t, p, c)->ready));
+	}
+	store_max(&h->ready, least);
+}
+
+static int consumed_by(const struct coop_topo *t, const struct nbr_plan *p,
+		       uint32_t x, uint64_t call)
+{
+	return LOAD_ACQ(&slot_of(t, p, x)->consumed) + 1 >= call;
+}
+
+/* Did every receiver of our slots consume call - 2, by the tree? */
+static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
+		      uint64_t call)
+{
+	struct nbr_slots *s = p->slots;
+	uint32_t k, c;
+
+	if (s->tree_ok >= call)
+		return 1;
+	for (k = 0; k < s->arity; k++) {
+		c = coop_nbr_tree_top(p, t->ctx->rank, k);
+		if (c != UINT32_MAX &&
+		    LOAD_ACQ(&slot_of(t, p, c)->ready) + 1 < call)
+			return 0;
+	}
+	s->tree_ok = call;
+	return 1;
+}
+
+int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
+			uint32_t x, uint64_t call)
+{
+	struct coop_context *ctx = t->ctx;
+	uint32_t i;
+
+	if (!p->slots->arity)
+		return consumed_by(t, p, x, call);
+	if (tree_ready(t, p, call))
+		return 1;
+	/* a dead rank stalls the tree: then ask each receiver directly */
+	for (i = 0; i < p->nxf; i++)
+		if (p->slots->cap[i] && p->xf[i].from == ctx->rank &&
+		    ctx->peers[p->xf[i].to].dead)
+			return consumed_by(t, p, x, call);
+	return 0;
+}
+
+int coop_nbr_tree_hold(const struct coop_topo *t, struct nbr_plan *p,
+		       uint32_t x, uint64_t call)
+{
+	const struct nbr_slots *s = p->slots;
+	int from = p->xf[x].from;
+	uint32_t i;
+
+	tree_publish(t, p, x);
+	if (LOAD_ACQ(&slot_of(t, p, x)->ready) > call)
+		return 1;
+	for (i = s->first[from]; i < s->first[from + 1]; i++)
+		if (t->ctx->peers[p->xf[s->order[i]].to].dead)
+			return 1;	/* the tree is broken: its root
+					 * asks directly */
+	return 0;
+}
+
+/* ---------------- RTE ---------------- */
+
+void coop_nbr_slot_write(const struct coop_topo *t, struct nbr_plan *p,
+			 uint32_t x, uint64_t call, const void *src,
+			 size_t len, int lost)
+{
+	unsigned char *end = buf_end(t, p, x, call);
+	struct slot_hdr *h = slot_of(t, p, x);
+	uint64_t word = 0;
+	size_t tail = COOP_MIN(len, (size_t)8);
+
+	p->slots->sends++;
+	if (lost) {
+		__atomic_store_n(&h->flag[call & 1], (call + 1) | FLAG_LOST,
+				 __ATOMIC_RELEASE);
+		return;
+	}
+	memcpy(end - len, src, len - tail);
+	memcpy((unsigned char *)&word + 8 - tail,
+	       (const unsigned char *)src + len - tail, tail);
+	__atomic_store_n(canary_of(t, p, x, call), word, __ATOMIC_RELEASE);
+	if (word == COOP_NBR_CANARY) {
+		p->slots->flagged++;
+		__atomic_store_n(&h->flag[call & 1], call + 1,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+int coop_nbr_slot_take(const struct coop_topo *t, struct nbr_plan *p,
+		       uint32_t x, uint64_t call, void *dst, size_t len)
+{
+	struct nbr_slots *s = p->slots;
+	struct slot_hdr *h = slot_of(t, p, x);
+	uint64_t *canary = canary_of(t, p, x, call), flag;
+	int rc = COOP_SUCCESS;
+
+	if (s->arity)
+		tree_publish(t, p, x);
+	if (s->next[x] != call)
+		return SLOT_WAIT;	/* an earlier call takes it first */
+	if (LOAD_ACQ(canary) == COOP_NBR_CANARY) {
+		flag = LOAD_ACQ(&h->flag[call & 1]);
+		if ((flag & ~FLAG_LOST) != call + 1)
+			return SLOT_WAIT;
+		if (flag & FLAG_LOST)
+			rc = COOP_ERR_PEER_DEAD;
+	}
+	if (!rc)
+		memcpy(dst, buf_end(t, p, x, call) - len, len);
+	*canary = COOP_NBR_CANARY;
+	coop_nbr_slot_pass(t, p, x, call);
+	return rc;
+}
+
+void coop_nbr_slot_pass(const struct coop_topo *t, struct nbr_plan *p,
+			uint32_t x, uint64_t call)
+{
+	p->slots->next[x] = call + 1;
+	store_max(&slot_of(t, p, x)->consumed, call + 1);
+	if (p->slots->arity)
+		tree_publish(t, p, x);
+}

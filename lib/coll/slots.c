@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * slots.c - the static slots of a COOP_TOPO_STATIC_BUFFERS topology
+ * [Hoefler, III-C]: where each small transfer's slot is, the windows
+ * that hold them, and the collective RTR trees' shape.
+ *
+ * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
+ * with a slot per transfer it receives (both ops' plans): a line its
+ * owner writes (calls consumed, the tree word), a line the sender
+ * writes (the collision flags), then two buffers (calls alternate
+ * between them).  The layout follows from the plans, which every rank
+ * computes alike, so no rank tells another where anything is; the
+ * windows are created, agreed on and mapped while the topology is
+ * created, so a call never waits for a file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "coll.h"
+
+#define WIN_MAGIC	0x434e5757U	/* "CNWW" */
+#define WIN_VERSION	1
+#define WIN_HDR		64u
+#define TAG_AGREE	(COOP_TAG_UB - 5)
+#define TAG_AGREED	(COOP_TAG_UB - 6)
+
+struct win_hdr {
+	uint32_t magic, version, owner_pid, pad;
+	uint64_t id;		/* the topology's, see topo_id() */
+	uint64_t bytes;
+	uint64_t pad2[4];
+};
+_Static_assert(sizeof(struct win_hdr) == WIN_HDR, "window header");
+
+static uint64_t align64(uint64_t x)
+{
+	return (x + 63) & ~63ull;
+}
+
+/* A transfer's buffer bytes: its exact size when the plan knows it,
+ * else the settings' bound; 0 when it is too large for a slot. */
+static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
+			 const struct nbr_xfer *x)
+{
+	const struct coop_graph *g = &t->g;
+	uint64_t max = t->ctx->cfg.nbr_slot_max, len;
+
+	if (p->block != UINT64_MAX)
+		len = p->block * x->nblk;
+	else if ((t->hints & COOP_TOPO_EXACT_BYTES) && g->weight)
+		len = g->weight[p->blk[x->blk0]];	/* one block */
+	else
+		len = max;
+	return len && len <= max * x->nblk ? align64(len) : 0;
+}
+
+static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
+{
+	s->off = calloc(nxf + 1, sizeof(*s->off));
+	s->cap = calloc(nxf + 1, sizeof(*s->cap));
+	s->pos = calloc(nxf + 1, sizeof(*s->pos));
+	s->next = calloc(nxf + 1, sizeof(*s->next));
+	s->order = calloc(nxf + 1, sizeof(*s->order));
+	s->first = calloc((size_t)n + 1, sizeof(*s->first));
+	return s->off && s->cap && s->pos && s->next && s->order && s->first ?
+	       0 : -1;
+}
+
+void coop_nbr_slots_free(struct nbr_slots *s)
+{
+	if (!s)
+		return;
+	free(s->off);
+	free(s->cap);
+	free(s->pos);
+	free(s->next);
+	free(s->order);
+	free(s->first);
+	free(s);
+}
+
+/* Each sender's transfers that have a slot, in transfer order: the
+ * nodes of its RTR tree (see coop_nbr_tree_child()). */
+static int slots_order(struct nbr_slots *s, const struct nbr_plan *p, int n)
+{
+	uint32_t x, *fill = calloc((size_t)n + 1, sizeof(*fill));
+	int r;
+
+	if (!fill)
+		return -1;
+	for (x = 0; x < p->nxf; x++)
+		if (s->cap[x])
+			s->first[p->xf[x].from + 1]++;
+	for (r = 0; r < n; r++)
+		s->first[r + 1] += s->first[r];
+	for (x = 0; x < p->nxf; x++) {
+		if (!s->cap[x])
+			continue;
+		r = p->xf[x].from;
+		s->pos[x] = fill[r]++;
+		s->order[s->first[r] + s->pos[x]] = x;
+	}
+	free(fill);
+	return 0;
+}
+
+/* The slots of plan p, their offsets counted on in bytes[] (a window's
+ * size per rank): 0, or -1 out of memory. */
+static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
+			 uint64_t *bytes)
+{
+	struct nbr_slots *s = calloc(1, sizeof(*s));
+	uint32_t x;
+
+	if (!s || slots_alloc(s, p->nxf, t->g.n)) {
+		coop_nbr_slots_free(s);
+		return -1;
+	}
+	p->slots = s;
+	for (x = 0; x < p->nxf; x++) {
+		int to = p->xf[x].to;
+
+		s->cap[x] = slot_cap(t, p, &p->xf[x]);
+		if (!s->cap[x])
+			continue;
+		s->off[x] = bytes[to];
+		bytes[to] += SLOT_HDR + 2 * s->cap[x];
+	}
+	s->arity = t->ctx->cfg.nbr_rtr_tree ? t->ctx->cfg.nbr_rtr_arity : 0;
+	return slots_order(s, p, t->g.n);
+}
+
+/* ---------------- windows ---------------- */
+
+static void win_name(char *buf, size_t n, uint64_t key, int rank, uint64_t id)
+{
+	snprintf(buf, n, "/coopmpi-%016llx-nbr-%d-%llx",
+		 (unsigned long long)key, rank, (unsigned long long)id);
+}
+
+struct win_want {
+	uint64_t id, bytes;
+};
+
+static uint64_t win_check(const void *hdr, uint64_t size, const void *arg)
+{
+	const struct win_hdr *h = hdr;
+	const struct win_want *w = arg;
+
+	return h->magic == WIN_MAGIC && h->version == WIN_VERSION &&
+	       h->id == w->id && h->bytes == w->bytes && size >= w->bytes ?
+	       w->bytes : 0;
+}
+
+/* Our window: every slot's canaries armed, nothing consumed; the
+ * header last (a peer maps only a complete window). */
+static int win_create(struct coop_topo *t)
+{
+	int me = t->ctx->rank, op, err;
+	struct win_hdr *h;
+	uint32_t x;
+
+	win_name(t->win_name, sizeof(t->win_name), t->ctx->key, me, t->id);
+	h = coop_shm_file_create(t->win_name, t->win_bytes[me], &err);
+	if (!h)
+		return COOP_ERR_NOMEM;
+	t->win[me] = (unsigned char *)h;
+	for (op = 0; op < NBR_OPS; op++) {
+		const struct nbr_plan *p = t->plan[op];
+
+		for (x = 0; x < p->nxf; x++)
+			if (p->slots->cap[x] && p->xf[x].to == me)
+				coop_nbr_canary_arm(t, p, x);
+	}
+	h->version = WIN_VERSION;
+	h->owner_pid = (uint32_t)getpid();
+	h->id = t->id;
+	h->bytes = t->win_bytes[me];
+	__atomic_store_n(&h->magic, WIN_MAGIC, __ATOMIC_RELEASE);
+	return COOP_SUCCESS;
+}
+
+static int win_map(struct coop_topo *t, int r)
+{
+	struct win_want want = { t->id, t->win_bytes[r] };
+	char name[96];
+	struct win_hdr h;
+	int err;
+
+	if (t->win[r])
+		return COOP_SUCCESS;
+	win_name(name, sizeof(name), t->ctx->key, r, t->id);
+	t->win[r] = coop_shm_file_map(name, &h, sizeof(h), win_check, &want,
+				      &err);
+	return t->win[r] ? COOP_SUCCESS : COOP_ERR_PROVIDER;
+}
+
+/* The windows we write (our destinations') or read (our RTR tree
+ * children's, whoever sent to us). */
+static int wins_map(struct coop_topo *t)
+{
+	int me = t->ctx->rank, op, rc = COOP_SUCCESS;
+	uint32_t x, k;
+
+	for (op = 0; op < NBR_OPS && !rc; op++) {
+		const struct nbr_plan *p = t->plan[op];
+		const struct nbr_slots *s = p->slots;
+
+		for (x = 0; x < p->nxf && !rc; x++) {
+			if (!s->cap[x])
+				continue;
+			if (p->xf[x].from == me)
+				rc = win_map(t, p->xf[x].to);
+			for (k = 0; p->xf[x].to == me && !rc &&
+			     k < s->arity; k++) {
+				uint32_t c = coop_nbr_tree_child(p, x, k);
+
+				if (c != UINT32_MAX)
+					rc = win_map(t, p->xf[c].to);
+			}
+		}
+	}
+	return rc;
+}
+
+/* Every rank's rc, combined at rank 0 (the first failure), is every
+ * rank's result: so all keep the topology, or none does. */
+static int agree(struct coop_context *ctx, uint16_t comm, int rc)
+{
+	int64_t mine = rc, other;
+	int i, r;
+
+	if (ctx->rank) {
+		r = coop_coll_send(ctx, &mine, sizeof(mine), 0, TAG_AGREE,
+				   comm);
+		if (!r)
+			r = coop_coll_recv(ctx, &other, sizeof(other), 0,
+					   TAG_AGREED, comm, NULL);
+		return r ? r : (int)other;
+	}
+	for (i = 1; i < ctx->size; i++) {
+		r = coop_coll_recv(ctx, &other, sizeof(other), i, TAG_AGREE,
+				   comm, NULL);
+		if (!mine)
+			mine = r ? r : other;
+	}
+	for (i = 1; i < ctx->size; i++)
+		coop_coll_send(ctx, &mine, sizeof(mine), i, TAG_AGREED, comm);
+	return (int)mine;
+}
+
+int coop_nbr_slots_init(struct coop_topo *t)
+{
+	int op, rc;
+
+	t->win_bytes = calloc((size_t)t->g.n, sizeof(*t->win_bytes));
+	t->win = calloc((size_t)t->g.n, sizeof(*t->win));
+	if (!t->win_bytes || !t->win)
+		return COOP_ERR_NOMEM;	/* before any message: all ranks
+					 * fail alike only in practice */
+	for (op = 0; op < t->g.n; op++)
+		t->win_bytes[op] = WIN_HDR;
+	for (op = 0; op < NBR_OPS; op++)
+		if (slots_lay_out(t, t->plan[op], t->win_bytes))
+			return COOP_ERR_NOMEM;
+	rc = agree(t->ctx, t->comm, win_create(t));
+	if (!rc)
+		rc = agree(t->ctx, t->comm, wins_map(t));
+	return rc;
+}
+
+void coop_nbr_slots_fini(struct coop_topo *t)
+{
+	int r;
+
+	for (r = 0; t->win && r < t->g.n; r++)
+		if (t->win[r])
+			munmap(t->win[r], t->win_bytes[r]);
+	if (t->win && t->win[t->ctx->rank])
+		shm_unlink(t->win_name);
+	free(t->win);
+	free(t->win_bytes);
+	t->win = NULL;
+	t->win_bytes = NULL;
+}
+
+/* Node c of sender from's tree (its c-th transfer with a slot). */
+static uint32_t sender_node(const struct nbr_slots *s, int from, uint64_t c)
+{
+	if (c >= s->first[from + 1] - s->first[from])
+		return UINT32_MAX;
+	return s->order[s->first[from] + c];
+}
+
+uint32_t coop_nbr_tree_child(const struct nbr_plan *p, uint32_t x, unsigned k)
+{
+	const struct nbr_slots *s = p->slots;
+	uint64_t c = ((uint64_t)s->pos[x] + 1) * s->arity + k;
+
+	return k < s->arity ? sender_node(s, p->xf[x].from, c) : UINT32_MAX;
+}
+
+uint32_t coop_nbr_tree_top(const struct nbr_plan *p, int from, unsigned k)
+{
+	const struct nbr_slots *s = p->slots;
+
+	return k < s->arity ? sender_node(s, from, k) : UINT32_MAX;
+}
