@@ -2,20 +2,24 @@
 # bench/neighbor.sh [ROUNDS] - neighbourhood alltoall on the same graphs:
 # libcoopmpi's coop_neighbor_alltoall (bench/bin/neighbor) next to Open
 # MPI's and MPICH's MPI_Neighbor_alltoall (bench/bin/mpi_neighbor.openmpi,
-# .mpich).  Per rank count, graph and round the three run in turn (so
-# background load hits them alike); every value is the median over
-# ROUNDS (default 1) of a run's "max over ranks of the mean us per call".
-# Prints one table per graph: the three latencies, coop/ompi, coop/mpich
-# and whether the data checked out; writes bench/results/neighbor/ (CSV
-# per graph and rank count, .notes, raw/, run-info, summary.md).
+# .mpich).  coop runs twice: as the MPIs do (no hints, blocking calls:
+# series coopmpi, column "coop") and with the paper's persistence (every
+# hint, a persistent request per size, so small blocks go through static
+# slots: series coopstatic, column "static").  Per rank count, graph and
+# round the four run in turn (so background load hits them alike); every
+# value is the median over ROUNDS (default 1) of a run's "max over ranks
+# of the mean us per call".  Prints one table per graph: the latencies,
+# coop's and static's ratios to ompi and mpich, and whether the data
+# checked out; writes bench/results/neighbor/ (CSV per graph and rank
+# count, .notes, raw/, run-info, summary.md).
 #
 # Environment (defaults in brackets):
 #   NBR_GRAPHS     graphs of bench/nbr_graph.h [er:0.5 stencil2d stencil4d hotspot]
 #   NBR_SIZES      block sizes [8 64 1k 64k 1m]
 #   NBR_RANKS      rank counts [nproc, 2 x nproc, 8; duplicates dropped]
 #   NBR_ITERS      timed calls per size [by size, see nbr_iters()]
-#   NBR_COOP_ARGS  more options of bench/bin/neighbor [none: no hints,
-#                  blocking calls, as the MPIs' runs], e.g. "--hints all"
+#   NBR_COOP_ARGS  more options of the coopmpi series' bench/bin/neighbor
+#                  [none: no hints, blocking calls, as the MPIs' runs]
 #   NBR_TIMEOUT    seconds per run [600]
 #   NBR_OUT        results directory [bench/results/neighbor]
 #   COOP_PROVIDER [shm], COOP_PROGRESS [manual], COOP_RNDV [auto]: coop's
@@ -79,6 +83,15 @@ coopmpi() {
 	scripts/cooprun -n "$n" -b -t "$tmo" bench/bin/neighbor "$@" "${coop_args[@]}"
 }
 
+# coop with the paper's persistence (every hint: exact sizes, static
+# buffers - so small blocks go through static slots -, a persistent
+# request per size)
+coopstatic() {
+	local n=$1
+	shift
+	scripts/cooprun -n "$n" -b -t "$tmo" bench/bin/neighbor "$@" --hints all --persistent
+}
+
 openmpi() {
 	local n=$1
 	shift
@@ -96,7 +109,7 @@ mpich() {
 
 # ------------------------------------------------------------ build
 have() { command -v "$1" >/dev/null 2>&1; }
-series=(coopmpi) skipped=()
+series=(coopmpi coopstatic) skipped=()
 targets=(bin/neighbor)
 if have mpicc.openmpi && have mpirun.openmpi; then
 	series+=(openmpi) targets+=(bin/mpi_neighbor.openmpi)
@@ -201,17 +214,20 @@ summary() {
 			echo "- $n ranks: $(shape "$(gname "$g")_n$n")"
 		done
 		echo
-		echo "| ranks | size | coop us | ompi us | mpich us | coop/ompi | coop/mpich | data |"
-		echo "|---:|---:|---:|---:|---:|---:|---:|---|"
+		echo "| ranks | size | coop us | static us | ompi us | mpich us | coop/ompi | coop/mpich | static/ompi | static/mpich | data |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 		for n in "${ranks[@]}"; do
 			csv=$(gname "$g")_n$n
 			for z in "${size_bytes[@]}"; do
-				printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$(human "$z")" \
+				printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$(human "$z")" \
 					"$(fmt "$(med "$csv" coopmpi "$z")" %.2f)" \
+					"$(fmt "$(med "$csv" coopstatic "$z")" %.2f)" \
 					"$(fmt "$(med "$csv" openmpi "$z")" %.2f)" \
 					"$(fmt "$(med "$csv" mpich "$z")" %.2f)" \
 					"$(ratio "$csv" coopmpi "$csv" openmpi "$z")" \
 					"$(ratio "$csv" coopmpi "$csv" mpich "$z")" \
+					"$(ratio "$csv" coopstatic "$csv" openmpi "$z")" \
+					"$(ratio "$csv" coopstatic "$csv" mpich "$z")" \
 					"$(check "$csv" "$z")"
 			done
 		done
@@ -230,6 +246,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null ||
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), ${cpu:-unknown CPU}, $ncpu CPUs, Linux $(uname -r), git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+changes'); \`bench/neighbor.sh $rounds\`, $((SECONDS - start)) s, load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
 	echo "    coop:    scripts/cooprun -b, COOP_PROVIDER=$COOP_PROVIDER COOP_PROGRESS=$COOP_PROGRESS COOP_RNDV=$COOP_RNDV, bench/bin/neighbor ${coop_args[*]:---hints none}"
+	echo "    static:  the same, bench/bin/neighbor --hints all --persistent (static slots up to COOP_NEIGHBOR_SLOT_MAX, COOP_NEIGHBOR_RTR=${COOP_NEIGHBOR_RTR:-direct})"
 	echo "    openmpi: mpirun.openmpi --bind-to core:overload-allowed --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
 	echo "    mpich:   mpirun.mpich -bind-to core (ch4:ucx)"
 	echo "    graphs ${graphs[*]}; sizes ${sizes[*]}; ranks ${ranks[*]}; iterations ${NBR_ITERS:-by size}"
@@ -240,7 +257,7 @@ echo "neighbor: $out/summary.md" >&2
 # coop's wrong data fails the run; the MPIs' is only reported
 shopt -s nullglob
 csvs=("$out"/*.csv)
-coop_bad=$(awk -F, 'FNR > 1 && $1 == "coopmpi" && $6 > 0 { n++ } END { print n + 0 }' \
+coop_bad=$(awk -F, 'FNR > 1 && $1 ~ /^coop/ && $6 > 0 { n++ } END { print n + 0 }' \
 	/dev/null "${csvs[@]}")
 if ((${#failures[@]} || coop_bad)); then
 	echo "neighbor: ${#failures[@]} failed run(s), $coop_bad coop size(s) with wrong data" >&2

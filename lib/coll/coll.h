@@ -50,6 +50,7 @@ struct coop_graph {
 };
 
 struct nbr_plan;
+struct nbr_inst;
 
 /* Static sizes of one op's calls (COOP_TOPO_STATIC_BUFFERS): the first
  * call's block sizes, which every later call must repeat. */
@@ -77,6 +78,7 @@ struct coop_topo {
 	uint64_t *win_bytes;	/* [n] each rank's window size */
 	char win_name[96];
 	struct nbr_sizes sizes[NBR_OPS];
+	struct nbr_inst *spare[NBR_OPS];	/* for the next call (sched.c) */
 };
 
 /* ---------------- plans (plan.c, balance.c, color.c) ---------------- */
@@ -254,6 +256,8 @@ struct nbr_args {
 COOP_HIDDEN int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 				  const struct nbr_args *a, int persistent,
 				  struct coop_request **out);
+/* Free the instances t keeps for its next calls. */
+COOP_HIDDEN void coop_coll_spares_free(struct coop_topo *t);
 /* (Re)start collective request r: COOP error. */
 COOP_HIDDEN int coop_coll_start(struct coop_request *r);
 

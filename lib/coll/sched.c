@@ -384,13 +384,42 @@ static struct nbr_inst *inst_new(struct coop_topo *t,
 	return in;
 }
 
+/* The topology keeps one instance per op for the next call (a
+ * blocking call's set-up then allocates nothing). */
 static void req_gone(struct coop_request *r)
 {
 	struct nbr_inst *in = r->owner_data;
+	struct nbr_inst **spare = &in->t->spare[in->p->op];
 
 	in->t->nreqs--;
-	inst_free(in);
+	if (!*spare)
+		*spare = in;
+	else
+		inst_free(in);
 	r->owner_data = NULL;
+}
+
+static struct nbr_inst *inst_get(struct coop_topo *t, struct nbr_plan *p,
+				 const struct nbr_args *a)
+{
+	struct nbr_inst *in = t->spare[p->op];
+
+	if (!in)
+		return inst_new(t, p, a);
+	t->spare[p->op] = NULL;
+	in->a = *a;
+	return in;
+}
+
+void coop_coll_spares_free(struct coop_topo *t)
+{
+	int op;
+
+	for (op = 0; op < NBR_OPS; op++) {
+		if (t->spare[op])
+			inst_free(t->spare[op]);
+		t->spare[op] = NULL;
+	}
 }
 
 int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
@@ -400,7 +429,7 @@ int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 	struct coop_request *r;
 	struct nbr_inst *in;
 
-	in = inst_new(t, p, a);
+	in = inst_get(t, p, a);
 	r = in ? coop_req_new(t->ctx, REQ_COLL) : NULL;
 	if (!r) {
 		if (in)

@@ -430,6 +430,7 @@ int coop_topo_free_locked(struct coop_topo *t)
 	if (t->nreqs)
 		return COOP_ERR_STATE;	/* a request still runs or may */
 	coop_nbr_slots_fini(t);
+	coop_coll_spares_free(t);
 	for (op = 0; op < NBR_OPS; op++) {
 		coop_nbr_plan_free(t->plan[op]);
 		free(t->sizes[op].out);
