@@ -1065,18 +1065,24 @@ static int death_rank(coop_context_t *ctx, int rank, int size, void *arg)
 static const char *const env_death[] = { "COOP_RNDV=rget", "COOP_SPIN=100",
 					 NULL };
 
-START_TEST(test_peer_death)
+/* 4 ranks of fn with env: the victim killed, the others pass. */
+static void run_death(const char *const *env, rank_fn fn)
 {
 	struct rank_result res[4];
 	int *flags = shared_alloc(4096), r;
 
-	run_ranks(4, env_death, death_rank, flags, 60, res);
+	run_ranks(4, env, fn, flags, 60, res);
 	shared_free(flags, 4096);
 	for (r = 0; r < 4; r++)
 		if (r != VICTIM)
 			ck_assert_msg(res[r].exited && res[r].status == 0,
 				      "rank %d failed", r);
 	ck_assert_int_eq(res[VICTIM].signo, SIGKILL);
+}
+
+START_TEST(test_peer_death)
+{
+	run_death(env_death, death_rank);
 }
 END_TEST
 
@@ -1357,17 +1363,7 @@ static int static_death_rank(coop_context_t *ctx, int rank, int size,
 
 START_TEST(test_static_death)
 {
-	struct rank_result res[4];
-	int *flags = shared_alloc(4096), r;
-
-	run_ranks(4, _i ? env_tree2 : env_direct, static_death_rank, flags,
-		  60, res);
-	shared_free(flags, 4096);
-	for (r = 0; r < 4; r++)
-		if (r != VICTIM)
-			ck_assert_msg(res[r].exited && res[r].status == 0,
-				      "rank %d failed", r);
-	ck_assert_int_eq(res[VICTIM].signo, SIGKILL);
+	run_death(_i ? env_tree2 : env_direct, static_death_rank);
 }
 END_TEST
 
