@@ -120,17 +120,17 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
 			uint32_t x, uint64_t call)
 {
+	const struct nbr_slots *s = p->slots;
 	struct coop_context *ctx = t->ctx;
 	uint32_t i;
 
-	if (!p->slots->arity)
+	if (!s->arity)
 		return consumed_by(t, p, x, call);
 	if (tree_ready(t, p, call))
 		return 1;
 	/* a dead rank stalls the tree: then ask each receiver directly */
-	for (i = 0; i < p->nxf; i++)
-		if (p->slots->cap[i] && p->xf[i].from == ctx->rank &&
-		    ctx->peers[p->xf[i].to].dead)
+	for (i = s->first[ctx->rank]; i < s->first[ctx->rank + 1]; i++)
+		if (ctx->peers[p->xf[s->order[i]].to].dead)
 			return consumed_by(t, p, x, call);
 	return 0;
 }

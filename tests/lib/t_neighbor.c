@@ -22,7 +22,11 @@
  * times, refilled in between); several outstanding at once on one and
  * on two topologies; COOP_TOPO_EXACT_BYTES (tree balancing of the hot
  * spot, sizes checked); bad arguments and graphs the ranks disagree on;
- * a neighbour killed during an alltoall.
+ * a neighbour killed during an alltoall.  COOP_TOPO_STATIC_BUFFERS:
+ * every op and mode through the static slots and past them (direct RTR,
+ * a binary RTR tree, a chain), three calls outstanding, sizes fixed by
+ * the first call; blocks ending in the canary's bytes (flag counted
+ * exactly); a rank killed between calls.
  */
 #include <check.h>
 #include <signal.h>
