@@ -13,24 +13,32 @@
  * shorter than 8 bytes is preceded by zero bytes in the word, which the
  * canary has none of, so it never collides.
  *
- * RTR: calls alternate between a slot's two buffers; call n may write
- * its buffer once the receiver consumed call n - 2 of the slot (and
- * armed the canary again).  Direct: the sender reads each receiver's
- * consumed count.  Tree (COOP_NEIGHBOR_RTR=tree): a sender's slots form
- * a k-ary tree; each receiver publishes the least consumed count of its
- * subtree (its own and its children's words), so the sender reads only
- * its k children's words per call, not one per destination.
+ * RTR: calls take a slot's SLOT_BUFS buffers in turn; call n may write
+ * its buffer once the receiver consumed call n - SLOT_BUFS and armed the
+ * canary again.  Direct: the sender finds the canary armed - in the very
+ * line it is about to write, so RTR costs no cache line of its own
+ * (measured: a consumed count the receiver stores every call and the
+ * sender reads, even only when the last one it saw does not free the
+ * buffer, took twice as long per call).  Only after a collision (the
+ * canary was never replaced) it reads the receiver's consumed count,
+ * which the receiver stores for such calls.
+ * Tree (COOP_NEIGHBOR_RTR=tree): a sender's slots form a k-ary tree;
+ * each receiver publishes the least consumed count of its subtree (its
+ * own and its children's words), so the sender reads only its k
+ * children's words per call, not one per destination.
  */
 #include <string.h>
 
 #include "coll.h"
 
 struct slot_hdr {
-	uint64_t consumed;	/* receiver: calls of the slot taken */
+	uint64_t consumed;	/* receiver: calls of the slot taken, as of
+				 * the last one that collided */
 	uint64_t ready;		/* receiver: least consumed of its subtree */
 	uint64_t pad0[6];
-	uint64_t flag[2];	/* sender, per buffer: call + 1 | FLAG_LOST */
-	uint64_t pad1[6];
+	uint64_t flag[SLOT_BUFS];	/* sender, per buffer: call + 1, or
+					 * with FLAG_LOST */
+	uint64_t pad1[8 - SLOT_BUFS];
 };
 _Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
 
@@ -52,7 +60,7 @@ static unsigned char *buf_end(const struct coop_topo *t,
 	uint64_t cap = p->slots->cap[x];
 
 	return (unsigned char *)slot_of(t, p, x) + SLOT_HDR +
-	       (call & 1) * cap + cap;
+	       (call % SLOT_BUFS) * cap + cap;
 }
 
 static uint64_t *canary_of(const struct coop_topo *t, const struct nbr_plan *p,
@@ -64,8 +72,10 @@ static uint64_t *canary_of(const struct coop_topo *t, const struct nbr_plan *p,
 void coop_nbr_canary_arm(const struct coop_topo *t, const struct nbr_plan *p,
 			 uint32_t x)
 {
-	*canary_of(t, p, x, 0) = COOP_NBR_CANARY;
-	*canary_of(t, p, x, 1) = COOP_NBR_CANARY;
+	uint64_t b;
+
+	for (b = 0; b < SLOT_BUFS; b++)
+		*canary_of(t, p, x, b) = COOP_NBR_CANARY;
 }
 
 static void store_max(uint64_t *word, uint64_t v)
@@ -81,7 +91,7 @@ static void tree_publish(const struct coop_topo *t, const struct nbr_plan *p,
 			 uint32_t x)
 {
 	struct slot_hdr *h = slot_of(t, p, x);
-	uint64_t least = __atomic_load_n(&h->consumed, __ATOMIC_RELAXED);
+	uint64_t least = p->slots->next[x];
 	uint32_t k, c;
 
 	for (k = 0; k < p->slots->arity; k++) {
@@ -92,29 +102,40 @@ static void tree_publish(const struct coop_topo *t, const struct nbr_plan *p,
 	store_max(&h->ready, least);
 }
 
-static int consumed_by(const struct coop_topo *t, const struct nbr_plan *p,
-		       uint32_t x, uint64_t call)
+/* Did the receiver consume up to call - SLOT_BUFS, given its count? */
+static int frees(uint64_t consumed, uint64_t call)
 {
-	return LOAD_ACQ(&slot_of(t, p, x)->consumed) + 1 >= call;
+	return consumed + SLOT_BUFS > call;
 }
 
-/* Did every receiver of our slots consume call - 2, by the tree? */
+/* Sender: is call's buffer of x free (call - SLOT_BUFS consumed)? */
+static int slot_free(const struct coop_topo *t, const struct nbr_plan *p,
+		     uint32_t x, uint64_t call)
+{
+	if (p->slots->collided[x] >> (call % SLOT_BUFS) & 1)
+		return frees(LOAD_ACQ(&slot_of(t, p, x)->consumed), call);
+	return LOAD_ACQ(canary_of(t, p, x, call)) == COOP_NBR_CANARY;
+}
+
+/* Did every receiver of our slots consume call - SLOT_BUFS, by the
+ * tree? */
 static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 		      uint64_t call)
 {
 	struct nbr_slots *s = p->slots;
+	uint64_t least = UINT64_MAX;
 	uint32_t k, c;
 
-	if (s->tree_ok >= call)
+	if (frees(s->tree_seen, call))
 		return 1;
 	for (k = 0; k < s->arity; k++) {
 		c = coop_nbr_tree_top(p, t->ctx->rank, k);
-		if (c != UINT32_MAX &&
-		    LOAD_ACQ(&slot_of(t, p, c)->ready) + 1 < call)
-			return 0;
+		if (c != UINT32_MAX)
+			least = COOP_MIN(least,
+					 LOAD_ACQ(&slot_of(t, p, c)->ready));
 	}
-	s->tree_ok = call;
-	return 1;
+	s->tree_seen = least;
+	return frees(least, call);
 }
 
 int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
@@ -125,13 +146,13 @@ int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
 	uint32_t i;
 
 	if (!s->arity)
-		return consumed_by(t, p, x, call);
+		return slot_free(t, p, x, call);
 	if (tree_ready(t, p, call))
 		return 1;
 	/* a dead rank stalls the tree: then ask each receiver directly */
 	for (i = s->first[ctx->rank]; i < s->first[ctx->rank + 1]; i++)
 		if (ctx->peers[p->xf[s->order[i]].to].dead)
-			return consumed_by(t, p, x, call);
+			return slot_free(t, p, x, call);
 	return 0;
 }
 
@@ -163,9 +184,13 @@ void coop_nbr_slot_write(const struct coop_topo *t, struct nbr_plan *p,
 	uint64_t word = 0;
 	size_t tail = COOP_MIN(len, (size_t)8);
 
-	p->slots->sends++;
+	struct nbr_slots *s = p->slots;
+	uint8_t bit = (uint8_t)(1u << (call % SLOT_BUFS));
+
+	s->sends++;
+	s->collided[x] |= bit;	/* unless the canary changes below */
 	if (lost) {
-		__atomic_store_n(&h->flag[call & 1], (call + 1) | FLAG_LOST,
+		__atomic_store_n(&h->flag[call % SLOT_BUFS], (call + 1) | FLAG_LOST,
 				 __ATOMIC_RELEASE);
 		return;
 	}
@@ -173,11 +198,12 @@ void coop_nbr_slot_write(const struct coop_topo *t, struct nbr_plan *p,
 	memcpy((unsigned char *)&word + 8 - tail,
 	       (const unsigned char *)src + len - tail, tail);
 	__atomic_store_n(canary_of(t, p, x, call), word, __ATOMIC_RELEASE);
-	if (word == COOP_NBR_CANARY) {
-		p->slots->flagged++;
-		__atomic_store_n(&h->flag[call & 1], call + 1,
-				 __ATOMIC_RELEASE);
+	if (word != COOP_NBR_CANARY) {
+		s->collided[x] &= (uint8_t)~bit;
+		return;
 	}
+	s->flagged++;
+	__atomic_store_n(&h->flag[call % SLOT_BUFS], call + 1, __ATOMIC_RELEASE);
 }
 
 int coop_nbr_slot_take(const struct coop_topo *t, struct nbr_plan *p,
@@ -185,7 +211,7 @@ int coop_nbr_slot_take(const struct coop_topo *t, struct nbr_plan *p,
 {
 	struct nbr_slots *s = p->slots;
 	struct slot_hdr *h = slot_of(t, p, x);
-	uint64_t *canary = canary_of(t, p, x, call), flag;
+	uint64_t *canary = canary_of(t, p, x, call), flag = 0;
 	int rc = COOP_SUCCESS;
 
 	if (s->arity)
@@ -193,7 +219,7 @@ int coop_nbr_slot_take(const struct coop_topo *t, struct nbr_plan *p,
 	if (s->next[x] != call)
 		return SLOT_WAIT;	/* an earlier call takes it first */
 	if (LOAD_ACQ(canary) == COOP_NBR_CANARY) {
-		flag = LOAD_ACQ(&h->flag[call & 1]);
+		flag = LOAD_ACQ(&h->flag[call % SLOT_BUFS]);
 		if ((flag & ~FLAG_LOST) != call + 1)
 			return SLOT_WAIT;
 		if (flag & FLAG_LOST)
@@ -201,7 +227,10 @@ int coop_nbr_slot_take(const struct coop_topo *t, struct nbr_plan *p,
 	}
 	if (!rc)
 		memcpy(dst, buf_end(t, p, x, call) - len, len);
-	*canary = COOP_NBR_CANARY;
+	/* armed again: the sender's RTR (our loads are done before) */
+	__atomic_store_n(canary, COOP_NBR_CANARY, __ATOMIC_RELEASE);
+	if (flag)	/* the canary stayed: the sender reads the count */
+		store_max(&h->consumed, call + 1);
 	coop_nbr_slot_pass(t, p, x, call);
 	return rc;
 }
@@ -210,7 +239,6 @@ void coop_nbr_slot_pass(const struct coop_topo *t, struct nbr_plan *p,
 			uint32_t x, uint64_t call)
 {
 	p->slots->next[x] = call + 1;
-	store_max(&slot_of(t, p, x)->consumed, call + 1);
 	if (p->slots->arity)
 		tree_publish(t, p, x);
 }

@@ -120,9 +120,12 @@ struct nbr_xfer {
 
 /* A plan's static slots (the whole graph's; slots.c). */
 #define SLOT_HDR 128u
+/* Buffers of a slot, taken by the calls in turn: a sender may run this
+ * many calls ahead of its receiver (at most 8: the collision bits). */
+#define SLOT_BUFS 4u
 struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
-	uint64_t *cap;		/* [nxf] bytes of each of its two buffers
+	uint64_t *cap;		/* [nxf] bytes of each of its buffers
 				 * (64-byte multiple); 0: no slot */
 	uint32_t *order;	/* transfers with a slot, by sender, each
 				 * sender's in transfer order: the nodes of
@@ -130,8 +133,10 @@ struct nbr_slots {
 	uint32_t *first;	/* [n + 1] sender s's: order[first[s] ..) */
 	uint32_t *pos;		/* [nxf] its node among its sender's */
 	uint64_t *next;		/* [nxf] ours to take: the next call */
+	uint8_t *collided;	/* [nxf] ours to send: bit b, buffer b's
+				 * last data left the canary in place */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */
-	uint64_t tree_ok;	/* our tree was ready for calls up to it */
+	uint64_t tree_seen;	/* our tree's top's least count, last read */
 	uint64_t sends, flagged;	/* this rank's slot sends, and those
 					 * whose canary word collided */
 };

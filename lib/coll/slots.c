@@ -7,8 +7,8 @@
  * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
  * with a slot per transfer it receives (both ops' plans): a line its
  * owner writes (calls consumed, the tree word), a line the sender
- * writes (the collision flags), then two buffers (calls alternate
- * between them).  The layout follows from the plans, which every rank
+ * writes (the collision flags), then SLOT_BUFS buffers (calls take
+ * them in turn).  The layout follows from the plans, which every rank
  * computes alike, so no rank tells another where anything is; the
  * windows are created, agreed on and mapped while the topology is
  * created, so a call never waits for a file.
@@ -64,10 +64,11 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->cap = calloc(nxf + 1, sizeof(*s->cap));
 	s->pos = calloc(nxf + 1, sizeof(*s->pos));
 	s->next = calloc(nxf + 1, sizeof(*s->next));
+	s->collided = calloc(nxf + 1, sizeof(*s->collided));
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
-	return s->off && s->cap && s->pos && s->next && s->order && s->first ?
-	       0 : -1;
+	return s->off && s->cap && s->pos && s->next && s->collided &&
+	       s->order && s->first ? 0 : -1;
 }
 
 void coop_nbr_slots_free(struct nbr_slots *s)
@@ -78,6 +79,7 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 	free(s->cap);
 	free(s->pos);
 	free(s->next);
+	free(s->collided);
 	free(s->order);
 	free(s->first);
 	free(s);
@@ -128,7 +130,7 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 		if (!s->cap[x])
 			continue;
 		s->off[x] = bytes[to];
-		bytes[to] += SLOT_HDR + 2 * s->cap[x];
+		bytes[to] += SLOT_HDR + SLOT_BUFS * s->cap[x];
 	}
 	s->arity = t->ctx->cfg.nbr_rtr_tree ? t->ctx->cfg.nbr_rtr_arity : 0;
 	return slots_order(s, p, t->g.n);
