@@ -192,7 +192,7 @@ static const struct cfg_entry table[] = {
 	  NULL, 1,
 	  "tree balancing: ceil(L/o), the messages a sender sends itself "
 	  "while a forwarder's copy is on its way" },
-	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "4k", 0,
+	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "16k", 0,
 	  MIB, NULL, 1,
 	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "
 	  "messages of at most this go through static slots in the "
