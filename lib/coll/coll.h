@@ -125,6 +125,8 @@ struct nbr_xfer {
 #define SLOT_BUFS 4u
 struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
+	unsigned char **base;	/* [nxf] the slot, where its window is
+				 * mapped here (NULL: not) */
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
 				 * (64-byte multiple); 0: no slot */
 	uint32_t *order;	/* transfers with a slot, by sender, each
@@ -139,6 +141,7 @@ struct nbr_slots {
 	uint64_t tree_seen;	/* our tree's top's least count, last read */
 	uint64_t sends, flagged;	/* this rank's slot sends, and those
 					 * whose canary word collided */
+	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;	/* sched.c */
 };
 
 struct nbr_plan {

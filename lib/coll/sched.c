@@ -44,6 +44,7 @@ struct nbr_inst {
 	uint32_t *hold;		/* [nv] RTR tree nodes we publish till
 				 * their subtree consumed the call */
 	uint32_t nhold;
+	int flat;		/* this call runs flat (see flat_plan) */
 	uint32_t ndone, finished;
 	int err;
 	uint16_t seq;
@@ -131,36 +132,49 @@ static void hold_start(struct nbr_inst *in, uint32_t x)
 	poll_link(in);
 }
 
-/* One try of slot vertex v: 1 done (queued), 0 it still waits. */
-static int slot_step(struct nbr_inst *in, uint32_t v)
+/* One try of slot vertex v: SLOT_WAIT, or its result. */
+static int slot_try(struct nbr_inst *in, uint32_t v)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
 	struct coop_context *ctx = in->t->ctx;
 	size_t len;
 	char *buf = ref_addr(in, &vx->ref, &len);
-	int rc, lost;
+	int rc;
 
 	if (vx->kind == V_SEND) {
 		rc = COOP_SUCCESS;
 		if (!coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call)) {
 			if (!peer_lost(ctx, vx->peer))
-				return 0;
+				return SLOT_WAIT;
 			rc = COOP_ERR_PEER_DEAD;
 		} else {
 			coop_nbr_slot_write(in->t, in->p, vx->xfer, in->call,
 					    buf, len, in->poisoned[v]);
 		}
 	} else {
-		lost = peer_lost(ctx, vx->peer);	/* before the look */
 		rc = coop_nbr_slot_take(in->t, in->p, vx->xfer, in->call, buf,
 					len);
-		if (rc == SLOT_WAIT && !lost)
-			return 0;
-		if (rc == SLOT_WAIT)
-			rc = COOP_ERR_PEER_DEAD;
-		else
-			hold_start(in, vx->xfer);
+		if (rc == SLOT_WAIT) {
+			if (!peer_lost(ctx, vx->peer))
+				return SLOT_WAIT;
+			/* one more look: it may have written, then died */
+			rc = coop_nbr_slot_take(in->t, in->p, vx->xfer,
+						in->call, buf, len);
+			if (rc == SLOT_WAIT)
+				return COOP_ERR_PEER_DEAD;
+		}
+		hold_start(in, vx->xfer);
 	}
+	return rc;
+}
+
+/* One try of slot vertex v: 1 done (queued), 0 it still waits. */
+static int slot_step(struct nbr_inst *in, uint32_t v)
+{
+	int rc = slot_try(in, v);
+
+	if (rc == SLOT_WAIT)
+		return 0;
 	queue_done(in, v, rc);
 	return 1;
 }
@@ -174,20 +188,12 @@ static void slot_start(struct nbr_inst *in, uint32_t v)
 }
 
 
-/* The slot vertices and tree holds of in that wait: the number done. */
-static int slots_poll(struct nbr_inst *in)
+/* The tree holds of in that still wait: the number that ended. */
+static int holds_poll(struct nbr_inst *in)
 {
-	uint32_t i = 0;
+	uint32_t i;
 	int n = 0;
 
-	while (i < in->npend) {
-		if (slot_step(in, in->pend[i])) {
-			in->pend[i] = in->pend[--in->npend];
-			n++;
-		} else {
-			i++;
-		}
-	}
 	for (i = 0; i < in->nhold;) {
 		if (coop_nbr_tree_hold(in->t, in->p, in->hold[i], in->call)) {
 			in->hold[i] = in->hold[--in->nhold];
@@ -196,6 +202,102 @@ static int slots_poll(struct nbr_inst *in)
 			i++;
 		}
 	}
+	return n;
+}
+
+/* ---------------- flat calls ---------------- */
+
+/*
+ * A call of a static topology whose every vertex is a slot send or
+ * receive of the user's own blocks (no pack, no forward: nothing waits
+ * for another vertex but the sends for the one before) needs no wave
+ * front: its pending list is the plan's vertices in order (receives,
+ * then sends in colour order), and a loop takes each that can go, the
+ * sends in order.  Sizes are static, so the first call decides for all.
+ */
+static int flat_plan(struct nbr_inst *in)
+{
+	struct nbr_plan *p = in->p;
+	struct nbr_slots *s = p->slots;
+	size_t len;
+	uint32_t v;
+
+	if (s->flat != FLAT_UNKNOWN)
+		return s->flat == FLAT_YES;
+	s->flat = FLAT_YES;
+	for (v = 0; v < p->nv; v++) {
+		const struct nbr_vertex *vx = &p->v[v];
+
+		ref_addr(in, &vx->ref, &len);
+		if (vx->kind == V_PACK || vx->ref.space == SP_TEMP ||
+		    (vx->kind == V_SEND && vx->ref.space != SP_SEND) ||
+		    !coop_nbr_slotted(p, vx->xfer, len))
+			s->flat = FLAT_NO;
+	}
+	return s->flat == FLAT_YES;
+}
+
+/* Take what can go of a flat call; finish it when nothing is left. */
+static int flat_poll(struct nbr_inst *in)
+{
+	uint32_t i, j = 0;
+	int rc, n = 0, send_waits = 0;
+
+	for (i = 0; i < in->npend; i++) {
+		uint32_t v = in->pend[i];
+		int send = in->p->v[v].kind == V_SEND;
+
+		rc = send && send_waits ? SLOT_WAIT : slot_try(in, v);
+		if (rc == SLOT_WAIT) {
+			send_waits |= send;
+			in->pend[j++] = v;
+			continue;
+		}
+		if (rc && !in->err)
+			in->err = rc;
+		n++;
+	}
+	in->npend = j;
+	in->finished += (uint32_t)n;
+	if (!in->npend && !in->nhold) {
+		if (dlist_linked(&in->plink))
+			dlist_del(&in->plink);
+		finish(in);
+	}
+	return n;
+}
+
+static void flat_start(struct nbr_inst *in)
+{
+	uint32_t v;
+
+	for (v = 0; v < in->p->nv; v++)
+		in->pend[v] = v;
+	in->npend = in->p->nv;
+	flat_poll(in);
+	if (in->npend || in->nhold)
+		poll_link(in);
+}
+
+/* The slot vertices and tree holds of in that wait: the number done. */
+static int slots_poll(struct nbr_inst *in)
+{
+	uint32_t i = 0;
+	int n = 0;
+
+	if (in->flat) {
+		n = holds_poll(in);
+		return n + flat_poll(in);
+	}
+	while (i < in->npend) {
+		if (slot_step(in, in->pend[i])) {
+			in->pend[i] = in->pend[--in->npend];
+			n++;
+		} else {
+			i++;
+		}
+	}
+	n += holds_poll(in);
 	if (!in->npend && !in->nhold) {
 		dlist_del(&in->plink);
 		if (in->finished == in->p->nv)
@@ -464,12 +566,17 @@ int coop_coll_start(struct coop_request *r)
 	in->ndone = in->finished = 0;
 	in->npend = in->nhold = 0;
 	in->err = COOP_SUCCESS;
-	memset(in->poisoned, 0, p->nv ? p->nv : 1);
-	for (v = 0; v < p->nv; v++)
-		in->deps[v] = p->v[v].ndeps;
 	if (!ctx->coll->running++)
 		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress,
 				slots_waiting);
+	memset(in->poisoned, 0, p->nv ? p->nv : 1);
+	in->flat = p->slots && flat_plan(in);
+	if (in->flat) {
+		flat_start(in);
+		return COOP_SUCCESS;
+	}
+	for (v = 0; v < p->nv; v++)
+		in->deps[v] = p->v[v].ndeps;
 	for (v = 0; v < p->nv; v++)
 		if (!p->v[v].ndeps)
 			run_vertex(in, v);

@@ -61,13 +61,14 @@ static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 {
 	s->off = calloc(nxf + 1, sizeof(*s->off));
+	s->base = calloc(nxf + 1, sizeof(*s->base));
 	s->cap = calloc(nxf + 1, sizeof(*s->cap));
 	s->pos = calloc(nxf + 1, sizeof(*s->pos));
 	s->next = calloc(nxf + 1, sizeof(*s->next));
 	s->collided = calloc(nxf + 1, sizeof(*s->collided));
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
-	return s->off && s->cap && s->pos && s->next && s->collided &&
+	return s->off && s->base && s->cap && s->pos && s->next && s->collided &&
 	       s->order && s->first ? 0 : -1;
 }
 
@@ -76,6 +77,7 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 	if (!s)
 		return;
 	free(s->off);
+	free(s->base);
 	free(s->cap);
 	free(s->pos);
 	free(s->next);
@@ -158,6 +160,22 @@ static uint64_t win_check(const void *hdr, uint64_t size, const void *arg)
 	       w->bytes : 0;
 }
 
+/* Each slot's address where its receiver's window is mapped here. */
+static void slots_bind(struct coop_topo *t)
+{
+	uint32_t x;
+	int op;
+
+	for (op = 0; op < NBR_OPS; op++) {
+		struct nbr_plan *p = t->plan[op];
+
+		for (x = 0; x < p->nxf; x++)
+			if (p->slots->cap[x] && t->win[p->xf[x].to])
+				p->slots->base[x] = t->win[p->xf[x].to] +
+						    p->slots->off[x];
+	}
+}
+
 /* Our window: every slot's canaries armed, nothing consumed; the
  * header last (a peer maps only a complete window). */
 static int win_create(struct coop_topo *t)
@@ -171,6 +189,7 @@ static int win_create(struct coop_topo *t)
 	if (!h)
 		return COOP_ERR_NOMEM;
 	t->win[me] = (unsigned char *)h;
+	slots_bind(t);
 	for (op = 0; op < NBR_OPS; op++) {
 		const struct nbr_plan *p = t->plan[op];
 
@@ -272,6 +291,8 @@ int coop_nbr_slots_init(struct coop_topo *t)
 	rc = agree(t->ctx, t->comm, win_create(t));
 	if (!rc)
 		rc = agree(t->ctx, t->comm, wins_map(t));
+	if (!rc)
+		slots_bind(t);
 	return rc;
 }
 

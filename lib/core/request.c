@@ -100,9 +100,13 @@ void coop_req_activate(struct coop_request *r)
 	r->lkey_valid = 0;
 	r->xfer = 0;
 	r->proto = PROTO_NONE;
-	memset(&r->job, 0, sizeof(r->job));
+	if (r->kind != REQ_COLL || r->job.copying || r->job.end_deferred) {
+		/* a collective's request never copies nor carries a
+		 * protocol's state: a persistent one restarts cheaply */
+		memset(&r->job, 0, sizeof(r->job));
+		memset(&r->u, 0, sizeof(r->u));
+	}
 	dlist_init(&r->job.link);
-	memset(&r->u, 0, sizeof(r->u));
 	r->status.source = r->peer;
 	r->status.tag = r->tag;
 	r->status.count = 0;
