@@ -85,6 +85,18 @@ static void store_max(uint64_t *word, uint64_t v)
 		__atomic_store_n(word, v, __ATOMIC_RELEASE);
 }
 
+void coop_nbr_slot_prefetch(const struct coop_topo *t,
+			    const struct nbr_plan *p, uint32_t x,
+			    uint64_t call, int write)
+{
+	const uint64_t *canary = canary_of(t, p, x, call);
+
+	if (write)
+		__builtin_prefetch(canary, 1);
+	else
+		__builtin_prefetch(canary, 0);
+}
+
 /* ---------------- RTR ---------------- */
 
 /* Receiver of x: publish its subtree's least consumed count. */

@@ -223,6 +223,11 @@ static inline int coop_nbr_slotted(const struct nbr_plan *p, uint32_t x,
 /* Receiver (owner): arm both canaries of x's slot. */
 COOP_HIDDEN void coop_nbr_canary_arm(const struct coop_topo *t,
 				     const struct nbr_plan *p, uint32_t x);
+/* Start loading the line of call's canary of x (write: for writing),
+ * so that a loop over many slots waits for their misses together. */
+COOP_HIDDEN void coop_nbr_slot_prefetch(const struct coop_topo *t,
+					const struct nbr_plan *p, uint32_t x,
+					uint64_t call, int write);
 /* Sender: may call write x's buffer (RTR)? */
 COOP_HIDDEN int coop_nbr_slot_ready(const struct coop_topo *t,
 				    struct nbr_plan *p, uint32_t x,

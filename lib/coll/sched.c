@@ -237,12 +237,19 @@ static int flat_plan(struct nbr_inst *in)
 	return s->flat == FLAT_YES;
 }
 
-/* Take what can go of a flat call; finish it when nothing is left. */
+/* Take what can go of a flat call; finish it when nothing is left.
+ * The slots' lines are asked for first: their cache misses overlap. */
 static int flat_poll(struct nbr_inst *in)
 {
 	uint32_t i, j = 0;
 	int rc, n = 0, send_waits = 0;
 
+	for (i = 0; i < in->npend; i++) {
+		const struct nbr_vertex *vx = &in->p->v[in->pend[i]];
+
+		coop_nbr_slot_prefetch(in->t, in->p, vx->xfer, in->call,
+				       vx->kind == V_SEND);
+	}
 	for (i = 0; i < in->npend; i++) {
 		uint32_t v = in->pend[i];
 		int send = in->p->v[v].kind == V_SEND;

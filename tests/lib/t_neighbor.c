@@ -1213,6 +1213,8 @@ static const struct static_case static_cases[] = {
 	  env_tree2 },
 	{ { G_ER, 4, 0.7, 13, 0, { 0 }, 0, "A(4, 0.7) weights" }, EX,
 	  W_EDGE, 100, env_direct },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2" }, ST,
+	  W_NONE, 0, env_direct },
 };
 
 /* Every op and mode through the slots (1 B .. COOP_NEIGHBOR_SLOT_MAX)
@@ -1231,7 +1233,9 @@ START_TEST(test_static)
 }
 END_TEST
 
-/* Canary collisions: the block's last bytes as the canary's. */
+/* Canary collisions: the block's last bytes as the canary's.  Calls
+ * per size: each of a slot's four buffers used twice or more. */
+#define CANARY_CALLS 9u
 static const uint64_t canary = COOP_NBR_CANARY;
 
 static int collides(int o, int j, uint32_t iter)
@@ -1296,7 +1300,7 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
 		T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
 		flags[0] = flags[1] = 0;
-		for (n = 0; n < 7; n++)
+		for (n = 0; n < CANARY_CALLS; n++)
 			for (op = OP_AG; op <= OP_A2A; op += OP_A2A)
 				canary_call(&k, op, lens[l],
 					    &flags[op == OP_A2A]);
@@ -1308,7 +1312,7 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 				 (unsigned long long)in.canary_flags[a2a],
 				 (unsigned long long)flags[a2a]);
 			T_ASSERT(in.slot_sends[a2a] ==
-				 7ull * (uint64_t)k.g.outdeg[rank],
+				 CANARY_CALLS * (uint64_t)k.g.outdeg[rank],
 				 "%zu B op %d: %llu slot sends", lens[l], a2a,
 				 (unsigned long long)in.slot_sends[a2a]);
 		}
@@ -1318,17 +1322,22 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 }
 
 /* Blocks ending in the canary's bytes (5, 8, 16, 61 B; allgather and
- * alltoall, 7 calls each so both buffers of every slot collide and
- * not): data right, a flag for exactly the blocks of 8 B or more whose
+ * alltoall, 9 calls each so every buffer of a slot is used twice or
+ * more, colliding and not): data right, a flag for exactly the blocks of 8 B or more whose
  * last 8 bytes are the canary, every message through its slot.  Direct
- * RTR and a binary tree. */
+ * RTR and a binary tree; and a stencil (every neighbour twice, self
+ * edges), direct. */
 START_TEST(test_canary)
 {
-	const struct gspec gs = { .kind = G_ER, .n = 4, .p = 1.0,
+	const struct gspec er = { .kind = G_ER, .n = 4, .p = 1.0,
 				  .name = "A(4, 1)" };
+	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 4,
+				  .dims = { 2, 2, 1, 1 },
+				  .name = "stencil 2x2x1x1" };
 
-	ck_assert_int_eq(run_ranks(4, _i ? env_tree2 : env_direct,
-				   canary_rank, (void *)&gs, 60, NULL), 0);
+	ck_assert_int_eq(run_ranks(4, _i == 1 ? env_tree2 : env_direct,
+				   canary_rank, (void *)(_i == 2 ? &st : &er),
+				   60, NULL), 0);
 }
 END_TEST
 
@@ -1387,7 +1396,7 @@ TCase *tc_neighbor(void)
 	tcase_add_loop_test(tc, test_static, 0,
 			    (int)(sizeof(static_cases) /
 				  sizeof(static_cases[0])));
-	tcase_add_loop_test(tc, test_canary, 0, 2);
+	tcase_add_loop_test(tc, test_canary, 0, 3);
 	tcase_add_loop_test(tc, test_static_death, 0, 2);
 	return tc;
 }
