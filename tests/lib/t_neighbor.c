@@ -1300,7 +1300,7 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
 		T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
 		flags[0] = flags[1] = 0;
-		for (n = 0; n < CANARY_CALLS; n++)
+		for (n = 0; n < (int)CANARY_CALLS; n++)
 			for (op = OP_AG; op <= OP_A2A; op += OP_A2A)
 				canary_call(&k, op, lens[l],
 					    &flags[op == OP_A2A]);
