@@ -692,10 +692,10 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            writes into the receiver's shared memory,
  *                            completion is seen by a canary in the
  *                            block's last 8 bytes (COOP_NBR_CANARY) and
- *                            readiness by counters the receivers publish
- *                            (COOP_NEIGHBOR_RTR: each read directly, or
- *                            combined in a tree per sender): no
- *                            matching, no control message.
+ *                            readiness by the canary armed again
+ *                            (COOP_NEIGHBOR_RTR=direct) or by counts
+ *                            the receivers combine in a tree per sender
+ *                            (=tree): no matching, no control message.
  */
 typedef struct coop_topo coop_topo_t;
 

@@ -45,38 +45,34 @@ _Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
 #define LOAD_ACQ(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
 
-static struct slot_hdr *slot_of(const struct coop_topo *t,
-				const struct nbr_plan *p, uint32_t x)
+static struct slot_hdr *slot_of(const struct nbr_plan *p, uint32_t x)
 {
-	(void)t;
 	return (struct slot_hdr *)p->slots->base[x];
 }
 
 /* The byte after call's buffer: its data ends there, the canary word
  * being its last 8 bytes. */
-static unsigned char *buf_end(const struct coop_topo *t,
-			      const struct nbr_plan *p, uint32_t x,
+static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 			      uint64_t call)
 {
 	uint64_t cap = p->slots->cap[x];
 
-	return (unsigned char *)slot_of(t, p, x) + SLOT_HDR +
+	return (unsigned char *)slot_of(p, x) + SLOT_HDR +
 	       (call % SLOT_BUFS) * cap + cap;
 }
 
-static uint64_t *canary_of(const struct coop_topo *t, const struct nbr_plan *p,
-			   uint32_t x, uint64_t call)
+static uint64_t *canary_of(const struct nbr_plan *p, uint32_t x,
+			   uint64_t call)
 {
-	return (uint64_t *)(void *)(buf_end(t, p, x, call) - 8);
+	return (uint64_t *)(void *)(buf_end(p, x, call) - 8);
 }
 
-void coop_nbr_canary_arm(const struct coop_topo *t, const struct nbr_plan *p,
-			 uint32_t x)
+void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x)
 {
 	uint64_t b;
 
 	for (b = 0; b < SLOT_BUFS; b++)
-		*canary_of(t, p, x, b) = COOP_NBR_CANARY;
+		*canary_of(p, x, b) = COOP_NBR_CANARY;
 }
 
 static void store_max(uint64_t *word, uint64_t v)
@@ -85,11 +81,10 @@ static void store_max(uint64_t *word, uint64_t v)
 		__atomic_store_n(word, v, __ATOMIC_RELEASE);
 }
 
-void coop_nbr_slot_prefetch(const struct coop_topo *t,
-			    const struct nbr_plan *p, uint32_t x,
+void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 			    uint64_t call, int write)
 {
-	const uint64_t *canary = canary_of(t, p, x, call);
+	const uint64_t *canary = canary_of(p, x, call);
 
 	if (write)
 		__builtin_prefetch(canary, 1);
@@ -100,17 +95,16 @@ void coop_nbr_slot_prefetch(const struct coop_topo *t,
 /* ---------------- RTR ---------------- */
 
 /* Receiver of x: publish its subtree's least consumed count. */
-static void tree_publish(const struct coop_topo *t, const struct nbr_plan *p,
-			 uint32_t x)
+static void tree_publish(const struct nbr_plan *p, uint32_t x)
 {
-	struct slot_hdr *h = slot_of(t, p, x);
+	struct slot_hdr *h = slot_of(p, x);
 	uint64_t least = p->slots->next[x];
 	uint32_t k, c;
 
 	for (k = 0; k < p->slots->arity; k++) {
 		c = coop_nbr_tree_child(p, x, k);
 		if (c != UINT32_MAX)
-			least = COOP_MIN(least, LOAD_ACQ(&slot_of(t, p, c)->ready));
+			least = COOP_MIN(least, LOAD_ACQ(&slot_of(p, c)->ready));
 	}
 	store_max(&h->ready, least);
 }
@@ -122,12 +116,25 @@ static int frees(uint64_t consumed, uint64_t call)
 }
 
 /* Sender: is call's buffer of x free (call - SLOT_BUFS consumed)? */
-static int slot_free(const struct coop_topo *t, const struct nbr_plan *p,
-		     uint32_t x, uint64_t call)
+static int slot_free(const struct nbr_plan *p, uint32_t x, uint64_t call)
 {
 	if (p->slots->collided[x] >> (call % SLOT_BUFS) & 1)
-		return frees(LOAD_ACQ(&slot_of(t, p, x)->consumed), call);
-	return LOAD_ACQ(canary_of(t, p, x, call)) == COOP_NBR_CANARY;
+		return frees(LOAD_ACQ(&slot_of(p, x)->consumed), call);
+	return LOAD_ACQ(canary_of(p, x, call)) == COOP_NBR_CANARY;
+}
+
+/* Did a rank that receives one of sender from's slots die?  Then the
+ * sender's RTR tree cannot complete. */
+static int tree_broken(const struct coop_topo *t, const struct nbr_plan *p,
+		       int from)
+{
+	const struct nbr_slots *s = p->slots;
+	uint32_t i;
+
+	for (i = s->first[from]; i < s->first[from + 1]; i++)
+		if (t->ctx->peers[p->xf[s->order[i]].to].dead)
+			return 1;
+	return 0;
 }
 
 /* Did every receiver of our slots consume call - SLOT_BUFS, by the
@@ -145,7 +152,7 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 		c = coop_nbr_tree_top(p, t->ctx->rank, k);
 		if (c != UINT32_MAX)
 			least = COOP_MIN(least,
-					 LOAD_ACQ(&slot_of(t, p, c)->ready));
+					 LOAD_ACQ(&slot_of(p, c)->ready));
 	}
 	s->tree_seen = least;
 	return frees(least, call);
@@ -154,50 +161,33 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
 			uint32_t x, uint64_t call)
 {
-	const struct nbr_slots *s = p->slots;
-	struct coop_context *ctx = t->ctx;
-	uint32_t i;
-
-	if (!s->arity)
-		return slot_free(t, p, x, call);
+	if (!p->slots->arity)
+		return slot_free(p, x, call);
 	if (tree_ready(t, p, call))
 		return 1;
 	/* a dead rank stalls the tree: then ask each receiver directly */
-	for (i = s->first[ctx->rank]; i < s->first[ctx->rank + 1]; i++)
-		if (ctx->peers[p->xf[s->order[i]].to].dead)
-			return slot_free(t, p, x, call);
-	return 0;
+	return tree_broken(t, p, t->ctx->rank) && slot_free(p, x, call);
 }
 
 int coop_nbr_tree_hold(const struct coop_topo *t, struct nbr_plan *p,
 		       uint32_t x, uint64_t call)
 {
-	const struct nbr_slots *s = p->slots;
-	int from = p->xf[x].from;
-	uint32_t i;
-
-	tree_publish(t, p, x);
-	if (LOAD_ACQ(&slot_of(t, p, x)->ready) > call)
-		return 1;
-	for (i = s->first[from]; i < s->first[from + 1]; i++)
-		if (t->ctx->peers[p->xf[s->order[i]].to].dead)
-			return 1;	/* the tree is broken: its root
-					 * asks directly */
-	return 0;
+	tree_publish(p, x);
+	/* a broken tree's root asks directly: no one needs our word */
+	return LOAD_ACQ(&slot_of(p, x)->ready) > call ||
+	       tree_broken(t, p, p->xf[x].from);
 }
 
 /* ---------------- RTE ---------------- */
 
-void coop_nbr_slot_write(const struct coop_topo *t, struct nbr_plan *p,
-			 uint32_t x, uint64_t call, const void *src,
-			 size_t len, int lost)
+void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x, uint64_t call,
+			 const void *src, size_t len, int lost)
 {
-	unsigned char *end = buf_end(t, p, x, call);
-	struct slot_hdr *h = slot_of(t, p, x);
+	unsigned char *end = buf_end(p, x, call);
+	struct slot_hdr *h = slot_of(p, x);
+	struct nbr_slots *s = p->slots;
 	uint64_t word = 0;
 	size_t tail = COOP_MIN(len, (size_t)8);
-
-	struct nbr_slots *s = p->slots;
 	uint8_t bit = (uint8_t)(1u << (call % SLOT_BUFS));
 
 	s->sends++;
@@ -210,7 +200,7 @@ void coop_nbr_slot_write(const struct coop_topo *t, struct nbr_plan *p,
 	memcpy(end - len, src, len - tail);
 	memcpy((unsigned char *)&word + 8 - tail,
 	       (const unsigned char *)src + len - tail, tail);
-	__atomic_store_n(canary_of(t, p, x, call), word, __ATOMIC_RELEASE);
+	__atomic_store_n(canary_of(p, x, call), word, __ATOMIC_RELEASE);
 	if (word != COOP_NBR_CANARY) {
 		s->collided[x] &= (uint8_t)~bit;
 		return;
@@ -219,39 +209,43 @@ void coop_nbr_slot_write(const struct coop_topo *t, struct nbr_plan *p,
 	__atomic_store_n(&h->flag[call % SLOT_BUFS], call + 1, __ATOMIC_RELEASE);
 }
 
-int coop_nbr_slot_take(const struct coop_topo *t, struct nbr_plan *p,
-		       uint32_t x, uint64_t call, void *dst, size_t len)
+/* Receiver: nothing to take yet; the tree still hears from us. */
+static int take_wait(const struct nbr_plan *p, uint32_t x)
 {
-	struct nbr_slots *s = p->slots;
-	struct slot_hdr *h = slot_of(t, p, x);
-	uint64_t *canary = canary_of(t, p, x, call), flag = 0;
+	if (p->slots->arity)
+		tree_publish(p, x);
+	return SLOT_WAIT;
+}
+
+int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x, uint64_t call,
+		       void *dst, size_t len)
+{
+	struct slot_hdr *h = slot_of(p, x);
+	uint64_t *canary = canary_of(p, x, call), flag = 0;
 	int rc = COOP_SUCCESS;
 
-	if (s->arity)
-		tree_publish(t, p, x);
-	if (s->next[x] != call)
-		return SLOT_WAIT;	/* an earlier call takes it first */
+	if (p->slots->next[x] != call)
+		return take_wait(p, x);	/* an earlier call takes it first */
 	if (LOAD_ACQ(canary) == COOP_NBR_CANARY) {
 		flag = LOAD_ACQ(&h->flag[call % SLOT_BUFS]);
 		if ((flag & ~FLAG_LOST) != call + 1)
-			return SLOT_WAIT;
+			return take_wait(p, x);
 		if (flag & FLAG_LOST)
 			rc = COOP_ERR_PEER_DEAD;
 	}
 	if (!rc)
-		memcpy(dst, buf_end(t, p, x, call) - len, len);
+		memcpy(dst, buf_end(p, x, call) - len, len);
 	/* armed again: the sender's RTR (our loads are done before) */
 	__atomic_store_n(canary, COOP_NBR_CANARY, __ATOMIC_RELEASE);
 	if (flag)	/* the canary stayed: the sender reads the count */
 		store_max(&h->consumed, call + 1);
-	coop_nbr_slot_pass(t, p, x, call);
+	coop_nbr_slot_pass(p, x, call);
 	return rc;
 }
 
-void coop_nbr_slot_pass(const struct coop_topo *t, struct nbr_plan *p,
-			uint32_t x, uint64_t call)
+void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 {
 	p->slots->next[x] = call + 1;
 	if (p->slots->arity)
-		tree_publish(t, p, x);
+		tree_publish(p, x);
 }

@@ -220,37 +220,32 @@ static inline int coop_nbr_slotted(const struct nbr_plan *p, uint32_t x,
 	return p->slots && len && len <= p->slots->cap[x];
 }
 #define SLOT_WAIT (-1)
-/* Receiver (owner): arm both canaries of x's slot. */
-COOP_HIDDEN void coop_nbr_canary_arm(const struct coop_topo *t,
-				     const struct nbr_plan *p, uint32_t x);
+/* Receiver (owner): arm the canaries of all of x's buffers. */
+COOP_HIDDEN void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x);
 /* Start loading the line of call's canary of x (write: for writing),
  * so that a loop over many slots waits for their misses together. */
-COOP_HIDDEN void coop_nbr_slot_prefetch(const struct coop_topo *t,
-					const struct nbr_plan *p, uint32_t x,
+COOP_HIDDEN void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 					uint64_t call, int write);
 /* Sender: may call write x's buffer (RTR)? */
 COOP_HIDDEN int coop_nbr_slot_ready(const struct coop_topo *t,
 				    struct nbr_plan *p, uint32_t x,
 				    uint64_t call);
-/* Receiver of x, a tree node whose call does not go through its slot
- * (too large): publish x's subtree; 1 once it consumed call (or the
- * tree lost a rank), so the node need not stay for it any longer. */
+/* Receiver of x, a node with children in its sender's RTR tree:
+ * publish x's subtree; 1 once all of it consumed call (or the tree lost
+ * a rank), so the node need not stay for it any longer. */
 COOP_HIDDEN int coop_nbr_tree_hold(const struct coop_topo *t,
 				   struct nbr_plan *p, uint32_t x,
 				   uint64_t call);
 /* Sender: write call's data (or, lost, that there is none). */
-COOP_HIDDEN void coop_nbr_slot_write(const struct coop_topo *t,
-				     struct nbr_plan *p, uint32_t x,
+COOP_HIDDEN void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x,
 				     uint64_t call, const void *src,
 				     size_t len, int lost);
 /* Receiver: take call's data if it is there: COOP_SUCCESS, SLOT_WAIT,
  * or COOP_ERR_PEER_DEAD (the sender had none). */
-COOP_HIDDEN int coop_nbr_slot_take(const struct coop_topo *t,
-				   struct nbr_plan *p, uint32_t x,
+COOP_HIDDEN int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x,
 				   uint64_t call, void *dst, size_t len);
 /* Receiver: call of x went another way; count it consumed. */
-COOP_HIDDEN void coop_nbr_slot_pass(const struct coop_topo *t,
-				    struct nbr_plan *p, uint32_t x,
+COOP_HIDDEN void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x,
 				    uint64_t call);
 
 /* ---------------- running a plan (sched.c) ---------------- */

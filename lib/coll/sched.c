@@ -148,18 +148,17 @@ static int slot_try(struct nbr_inst *in, uint32_t v)
 				return SLOT_WAIT;
 			rc = COOP_ERR_PEER_DEAD;
 		} else {
-			coop_nbr_slot_write(in->t, in->p, vx->xfer, in->call,
-					    buf, len, in->poisoned[v]);
+			coop_nbr_slot_write(in->p, vx->xfer, in->call, buf,
+					    len, in->poisoned[v]);
 		}
 	} else {
-		rc = coop_nbr_slot_take(in->t, in->p, vx->xfer, in->call, buf,
-					len);
+		rc = coop_nbr_slot_take(in->p, vx->xfer, in->call, buf, len);
 		if (rc == SLOT_WAIT) {
 			if (!peer_lost(ctx, vx->peer))
 				return SLOT_WAIT;
 			/* one more look: it may have written, then died */
-			rc = coop_nbr_slot_take(in->t, in->p, vx->xfer,
-						in->call, buf, len);
+			rc = coop_nbr_slot_take(in->p, vx->xfer, in->call,
+						buf, len);
 			if (rc == SLOT_WAIT)
 				return COOP_ERR_PEER_DEAD;
 		}
@@ -186,7 +185,6 @@ static void slot_start(struct nbr_inst *in, uint32_t v)
 	in->pend[in->npend++] = v;
 	poll_link(in);
 }
-
 
 /* The tree holds of in that still wait: the number that ended. */
 static int holds_poll(struct nbr_inst *in)
@@ -247,7 +245,7 @@ static int flat_poll(struct nbr_inst *in)
 	for (i = 0; i < in->npend; i++) {
 		const struct nbr_vertex *vx = &in->p->v[in->pend[i]];
 
-		coop_nbr_slot_prefetch(in->t, in->p, vx->xfer, in->call,
+		coop_nbr_slot_prefetch(in->p, vx->xfer, in->call,
 				       vx->kind == V_SEND);
 	}
 	for (i = 0; i < in->npend; i++) {
@@ -335,7 +333,7 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	}
 	if (vx->kind == V_RECV && in->p->slots &&
 	    in->p->slots->cap[vx->xfer]) {
-		coop_nbr_slot_pass(in->t, in->p, vx->xfer, in->call);
+		coop_nbr_slot_pass(in->p, vx->xfer, in->call);
 		hold_start(in, vx->xfer);
 	}
 	if (vx->kind == V_SEND && in->poisoned[v])

@@ -30,7 +30,7 @@
 
 struct win_hdr {
 	uint32_t magic, version, owner_pid, pad;
-	uint64_t id;		/* the topology's, see topo_id() */
+	uint64_t id;		/* the topology's (coop_topo.id) */
 	uint64_t bytes;
 	uint64_t pad2[4];
 };
@@ -195,7 +195,7 @@ static int win_create(struct coop_topo *t)
 
 		for (x = 0; x < p->nxf; x++)
 			if (p->slots->cap[x] && p->xf[x].to == me)
-				coop_nbr_canary_arm(t, p, x);
+				coop_nbr_canary_arm(p, x);
 	}
 	h->version = WIN_VERSION;
 	h->owner_pid = (uint32_t)getpid();
@@ -274,21 +274,29 @@ static int agree(struct coop_context *ctx, uint16_t comm, int rc)
 	return (int)mine;
 }
 
-int coop_nbr_slots_init(struct coop_topo *t)
+/* Both plans' slots and every rank's window size: COOP error. */
+static int slots_plan(struct coop_topo *t)
 {
-	int op, rc;
+	int r, op;
 
 	t->win_bytes = calloc((size_t)t->g.n, sizeof(*t->win_bytes));
 	t->win = calloc((size_t)t->g.n, sizeof(*t->win));
 	if (!t->win_bytes || !t->win)
-		return COOP_ERR_NOMEM;	/* before any message: all ranks
-					 * fail alike only in practice */
-	for (op = 0; op < t->g.n; op++)
-		t->win_bytes[op] = WIN_HDR;
+		return COOP_ERR_NOMEM;
+	for (r = 0; r < t->g.n; r++)
+		t->win_bytes[r] = WIN_HDR;
 	for (op = 0; op < NBR_OPS; op++)
 		if (slots_lay_out(t, t->plan[op], t->win_bytes))
 			return COOP_ERR_NOMEM;
-	rc = agree(t->ctx, t->comm, win_create(t));
+	return COOP_SUCCESS;
+}
+
+int coop_nbr_slots_init(struct coop_topo *t)
+{
+	int rc = slots_plan(t);
+
+	/* a rank out of memory still agrees: the others do not wait */
+	rc = agree(t->ctx, t->comm, rc ? rc : win_create(t));
 	if (!rc)
 		rc = agree(t->ctx, t->comm, wins_map(t));
 	if (!rc)

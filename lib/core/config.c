@@ -201,10 +201,10 @@ static const struct cfg_entry table[] = {
 	{ "COOP_NEIGHBOR_RTR", CFG_ENUM, FIELD(nbr_rtr_tree), "direct", 0, 0,
 	  rtr_words, 1,
 	  "static slots: how a sender learns that a receiver took the data "
-	  "it wrote two calls ago; direct: it reads each receiver's count; "
-	  "tree: receivers combine their counts in a tree per sender "
-	  "(COOP_NEIGHBOR_RTR_ARITY children each), the sender reads its "
-	  "top's" },
+	  "it wrote four calls ago; direct: it finds the slot buffer's "
+	  "canary armed again; tree: receivers combine their counts in a "
+	  "tree per sender (COOP_NEIGHBOR_RTR_ARITY children each), the "
+	  "sender reads its top's" },
 	{ "COOP_NEIGHBOR_RTR_ARITY", CFG_UINT, FIELD(nbr_rtr_arity), "4", 1,
 	  64, NULL, 1,
 	  "COOP_NEIGHBOR_RTR=tree: children per tree node" },
