@@ -696,6 +696,9 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            (COOP_NEIGHBOR_RTR=direct) or by counts
  *                            the receivers combine in a tree per sender
  *                            (=tree): no matching, no control message.
+ *                            With EXACT_BYTES too, a rank's own blocks
+ *                            to one neighbour share a slot and canary
+ *                            (coop_topo_info_t.grouped).
  */
 typedef struct coop_topo coop_topo_t;
 
@@ -762,6 +765,10 @@ typedef struct coop_topo_info {
 	uint64_t canary_flags[2];	/* ... of them whose last 8 bytes
 					 * were COOP_NBR_CANARY: completion
 					 * was flagged apart (see below) */
+	int grouped[2];		/* of slotted: those sharing one slot and
+				 * its canary with others to the same rank
+				 * (EXACT_BYTES and STATIC_BUFFERS: blocks
+				 * of known size, back to back) */
 } coop_topo_info_t;
 
 /* The canary of static slots: a slot buffer's last 8 bytes, read as a

@@ -26,6 +26,12 @@
  * each receiver publishes the least consumed count of its subtree (its
  * own and its children's words), so the sender reads only its k
  * children's words per call, not one per destination.
+ *
+ * Groups (coll.h, struct slot_group): every member goes by its
+ * leader's canary, flag and RTR.  The sender writes a call's members
+ * before the leader (whose release store publishes them all) and a
+ * group's calls in order; the receiver's last member to take the call
+ * re-arms the canary.
  */
 #include <string.h>
 
@@ -50,6 +56,11 @@ static struct slot_hdr *slot_of(const struct nbr_plan *p, uint32_t x)
 	return (struct slot_hdr *)p->slots->base[x];
 }
 
+static struct slot_group *group_of(const struct nbr_plan *p, uint32_t x)
+{
+	return &p->slots->grp[p->slots->grp[x].lead];
+}
+
 /* The byte after call's buffer: its data ends there, the canary word
  * being its last 8 bytes. */
 static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
@@ -61,10 +72,18 @@ static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 	       (call % SLOT_BUFS) * cap + cap;
 }
 
+/* x's group's canary (its leader's) */
 static uint64_t *canary_of(const struct nbr_plan *p, uint32_t x,
 			   uint64_t call)
 {
 	return (uint64_t *)(void *)(buf_end(p, x, call) - 8);
+}
+
+/* Where x's data of len bytes begins in call's buffer. */
+static unsigned char *data_of(const struct nbr_plan *p, uint32_t x,
+			      uint64_t call, size_t len)
+{
+	return buf_end(p, x, call) - p->slots->grp[x].end_gap - len;
 }
 
 void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x)
@@ -84,21 +103,22 @@ static void store_max(uint64_t *word, uint64_t v)
 void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 			    uint64_t call, int write)
 {
-	const uint64_t *canary = canary_of(p, x, call);
+	const unsigned char *last = data_of(p, x, call, 1);
 
 	if (write)
-		__builtin_prefetch(canary, 1);
+		__builtin_prefetch(last, 1);
 	else
-		__builtin_prefetch(canary, 0);
+		__builtin_prefetch(last, 0);
 }
 
 /* ---------------- RTR ---------------- */
 
-/* Receiver of x: publish its subtree's least consumed count. */
+/* Receiver of x: publish its subtree's least consumed count (the tree's
+ * nodes are groups: their leaders). */
 static void tree_publish(const struct nbr_plan *p, uint32_t x)
 {
 	struct slot_hdr *h = slot_of(p, x);
-	uint64_t least = p->slots->next[x];
+	uint64_t least = group_of(p, x)->taking;
 	uint32_t k, c;
 
 	for (k = 0; k < p->slots->arity; k++) {
@@ -118,7 +138,9 @@ static int frees(uint64_t consumed, uint64_t call)
 /* Sender: is call's buffer of x free (call - SLOT_BUFS consumed)? */
 static int slot_free(const struct nbr_plan *p, uint32_t x, uint64_t call)
 {
-	if (p->slots->collided[x] >> (call % SLOT_BUFS) & 1)
+	uint32_t lead = p->slots->grp[x].lead;
+
+	if (p->slots->collided[lead] >> (call % SLOT_BUFS) & 1)
 		return frees(LOAD_ACQ(&slot_of(p, x)->consumed), call);
 	return LOAD_ACQ(canary_of(p, x, call)) == COOP_NBR_CANARY;
 }
@@ -161,6 +183,12 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
 			uint32_t x, uint64_t call)
 {
+	const struct slot_group *g = group_of(p, x);
+
+	/* a group's calls in turn, its leader after the others */
+	if (g->writing != call ||
+	    (p->slots->grp[x].lead == x && g->wrote + 1 < g->members))
+		return 0;
 	if (!p->slots->arity)
 		return slot_free(p, x, call);
 	if (tree_ready(t, p, call))
@@ -180,17 +208,38 @@ int coop_nbr_tree_hold(const struct coop_topo *t, struct nbr_plan *p,
 
 /* ---------------- RTE ---------------- */
 
+/* A member that does not lead: its data only; the leader publishes. */
+static void member_write(struct nbr_plan *p, uint32_t x, uint64_t call,
+			 const void *src, size_t len, int lost)
+{
+	struct slot_group *g = group_of(p, x);
+
+	if (!lost)
+		memcpy(data_of(p, x, call, len), src, len);
+	g->lost |= (uint8_t)!!lost;
+	g->wrote++;
+}
+
 void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 			 const void *src, size_t len, int lost)
 {
 	unsigned char *end = buf_end(p, x, call);
 	struct slot_hdr *h = slot_of(p, x);
 	struct nbr_slots *s = p->slots;
+	struct slot_group *g = &s->grp[x];
 	uint64_t word = 0;
 	size_t tail = COOP_MIN(len, (size_t)8);
 	uint8_t bit = (uint8_t)(1u << (call % SLOT_BUFS));
 
 	s->sends++;
+	if (g->lead != x) {
+		member_write(p, x, call, src, len, lost);
+		return;
+	}
+	lost |= g->lost;	/* one member's loss is the group's */
+	g->lost = 0;
+	g->wrote = 0;
+	g->writing = call + 1;
 	s->collided[x] |= bit;	/* unless the canary changes below */
 	if (lost) {
 		__atomic_store_n(&h->flag[call % SLOT_BUFS], (call + 1) | FLAG_LOST,
@@ -209,6 +258,27 @@ void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	__atomic_store_n(&h->flag[call % SLOT_BUFS], call + 1, __ATOMIC_RELEASE);
 }
 
+/* Receiver: x is done with call (flag: the one the buffer had).  The
+ * group's last member arms the canary again, which is the sender's
+ * RTR (the members' loads are done before). */
+static void taken(struct nbr_plan *p, uint32_t x, uint64_t call,
+		  uint64_t flag)
+{
+	struct slot_group *g = group_of(p, x);
+
+	p->slots->next[x] = call + 1;
+	if (++g->took == g->members) {
+		g->took = 0;
+		g->taking = call + 1;
+		__atomic_store_n(canary_of(p, x, call), COOP_NBR_CANARY,
+				 __ATOMIC_RELEASE);
+		if (flag)	/* it stayed: the sender reads the count */
+			store_max(&slot_of(p, x)->consumed, call + 1);
+	}
+	if (p->slots->arity)
+		tree_publish(p, x);
+}
+
 /* Receiver: nothing to take yet; the tree still hears from us. */
 static int take_wait(const struct nbr_plan *p, uint32_t x)
 {
@@ -221,11 +291,13 @@ int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 		       void *dst, size_t len)
 {
 	struct slot_hdr *h = slot_of(p, x);
+	struct slot_group *g = group_of(p, x);
 	uint64_t *canary = canary_of(p, x, call), flag = 0;
 	int rc = COOP_SUCCESS;
 
-	if (p->slots->next[x] != call)
-		return take_wait(p, x);	/* an earlier call takes it first */
+	/* an earlier call takes it (or its group) first */
+	if (p->slots->next[x] != call || g->taking != call)
+		return take_wait(p, x);
 	if (LOAD_ACQ(canary) == COOP_NBR_CANARY) {
 		flag = LOAD_ACQ(&h->flag[call % SLOT_BUFS]);
 		if ((flag & ~FLAG_LOST) != call + 1)
@@ -234,18 +306,12 @@ int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 			rc = COOP_ERR_PEER_DEAD;
 	}
 	if (!rc)
-		memcpy(dst, buf_end(p, x, call) - len, len);
-	/* armed again: the sender's RTR (our loads are done before) */
-	__atomic_store_n(canary, COOP_NBR_CANARY, __ATOMIC_RELEASE);
-	if (flag)	/* the canary stayed: the sender reads the count */
-		store_max(&h->consumed, call + 1);
-	coop_nbr_slot_pass(p, x, call);
+		memcpy(dst, data_of(p, x, call, len), len);
+	taken(p, x, call, flag);
 	return rc;
 }
 
 void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 {
-	p->slots->next[x] = call + 1;
-	if (p->slots->arity)
-		tree_publish(p, x);
+	taken(p, x, call, 0);
 }

@@ -120,6 +120,30 @@ struct nbr_xfer {
 
 /* A plan's static slots (the whole graph's; slots.c). */
 #define SLOT_HDR 128u
+/*
+ * Small transfers between the same two ranks share one slot (a group):
+ * their data lies back to back in each buffer, the leader's (the last
+ * in send order) ending at the canary, so the receiver polls one word
+ * and the lot crosses in as few lines as its bytes need.  Only blocks of
+ * known size (EXACT_BYTES) that their sender owns are grouped: each
+ * member's place is fixed, and no member's send waits for a receive.
+ * A transfer alone is its own leader with one member.
+ */
+struct slot_group {
+	uint32_t lead;		/* the transfer whose canary x's data shares */
+	uint32_t members;	/* leader: transfers in its group */
+	uint64_t end_gap;	/* bytes between x's data and its buffer's
+				 * end (0 for the leader) */
+	/* leader, sender side: the call its group writes, how many of the
+	 * call's members wrote, whether one had no data */
+	uint64_t writing;
+	uint32_t wrote;
+	uint8_t lost;
+	/* leader, receiver side: the call its group is taken of, members
+	 * that took it */
+	uint32_t took;
+	uint64_t taking;
+};
 /* Buffers of a slot, taken by the calls in turn: a sender may run this
  * many calls ahead of its receiver (at most 8: the collision bits). */
 #define SLOT_BUFS 4u
@@ -129,14 +153,16 @@ struct nbr_slots {
 				 * mapped here (NULL: not) */
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
 				 * (64-byte multiple); 0: no slot */
-	uint32_t *order;	/* transfers with a slot, by sender, each
-				 * sender's in transfer order: the nodes of
-				 * its RTR tree */
+	uint32_t *order;	/* slots (their groups' leaders), by sender,
+				 * each sender's in transfer order: the
+				 * nodes of its RTR tree */
 	uint32_t *first;	/* [n + 1] sender s's: order[first[s] ..) */
-	uint32_t *pos;		/* [nxf] its node among its sender's */
+	uint32_t *pos;		/* [nxf] a leader's node among its
+				 * sender's */
 	uint64_t *next;		/* [nxf] ours to take: the next call */
 	uint8_t *collided;	/* [nxf] ours to send: bit b, buffer b's
 				 * last data left the canary in place */
+	struct slot_group *grp;	/* [nxf] see below */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */
 	uint64_t tree_seen;	/* our tree's top's least count, last read */
 	uint64_t sends, flagged;	/* this rank's slot sends, and those

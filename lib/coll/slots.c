@@ -41,19 +41,27 @@ static uint64_t align64(uint64_t x)
 	return (x + 63) & ~63ull;
 }
 
+/* A transfer's bytes in every call, when the plan knows them; else 0. */
+static uint64_t exact_len(const struct coop_topo *t, const struct nbr_plan *p,
+			  const struct nbr_xfer *x)
+{
+	const struct coop_graph *g = &t->g;
+
+	if (p->block != UINT64_MAX)
+		return p->block * x->nblk;
+	if ((t->hints & COOP_TOPO_EXACT_BYTES) && g->weight && x->nblk == 1)
+		return g->weight[p->blk[x->blk0]];
+	return 0;
+}
+
 /* A transfer's buffer bytes: its exact size when the plan knows it,
  * else the settings' bound; 0 when it is too large for a slot. */
 static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 			 const struct nbr_xfer *x)
 {
-	const struct coop_graph *g = &t->g;
-	uint64_t max = t->ctx->cfg.nbr_slot_max, len;
+	uint64_t max = t->ctx->cfg.nbr_slot_max, len = exact_len(t, p, x);
 
-	if (p->block != UINT64_MAX)
-		len = p->block * x->nblk;
-	else if ((t->hints & COOP_TOPO_EXACT_BYTES) && g->weight)
-		len = g->weight[p->blk[x->blk0]];	/* one block */
-	else
+	if (!len && !((t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight))
 		len = max;
 	return len && len <= max * x->nblk ? align64(len) : 0;
 }
@@ -68,8 +76,9 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->collided = calloc(nxf + 1, sizeof(*s->collided));
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
+	s->grp = calloc(nxf + 1, sizeof(*s->grp));
 	return s->off && s->base && s->cap && s->pos && s->next && s->collided &&
-	       s->order && s->first ? 0 : -1;
+	       s->order && s->first && s->grp ? 0 : -1;
 }
 
 void coop_nbr_slots_free(struct nbr_slots *s)
@@ -84,11 +93,18 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 	free(s->collided);
 	free(s->order);
 	free(s->first);
+	free(s->grp);
 	free(s);
 }
 
-/* Each sender's transfers that have a slot, in transfer order: the
- * nodes of its RTR tree (see coop_nbr_tree_child()). */
+/* A node of its sender's RTR tree: a slot's leader. */
+static int tree_node(const struct nbr_slots *s, uint32_t x)
+{
+	return s->cap[x] && s->grp[x].lead == x;
+}
+
+/* Each sender's slots (their leaders), in transfer order: the nodes of
+ * its RTR tree (see coop_nbr_tree_child()). */
 static int slots_order(struct nbr_slots *s, const struct nbr_plan *p, int n)
 {
 	uint32_t x, *fill = calloc((size_t)n + 1, sizeof(*fill));
@@ -97,18 +113,97 @@ static int slots_order(struct nbr_slots *s, const struct nbr_plan *p, int n)
 	if (!fill)
 		return -1;
 	for (x = 0; x < p->nxf; x++)
-		if (s->cap[x])
+		if (tree_node(s, x))
 			s->first[p->xf[x].from + 1]++;
 	for (r = 0; r < n; r++)
 		s->first[r + 1] += s->first[r];
 	for (x = 0; x < p->nxf; x++) {
-		if (!s->cap[x])
+		if (!tree_node(s, x))
 			continue;
 		r = p->xf[x].from;
 		s->pos[x] = fill[r]++;
 		s->order[s->first[r] + s->pos[x]] = x;
 	}
 	free(fill);
+	return 0;
+}
+
+/* ---------------- groups ---------------- */
+
+/* May x share a slot with others to the same rank?  Its size is known
+ * and its sender sends its own block (no receive comes first). */
+static int groupable(const struct coop_topo *t, const struct nbr_plan *p,
+		     uint32_t x)
+{
+	const struct nbr_xfer *xf = &p->xf[x];
+
+	return p->slots->cap[x] && xf->nblk == 1 && xf->from != xf->to &&
+	       t->g.from[p->blk[xf->blk0]] == xf->from &&
+	       exact_len(t, p, xf) > 0;
+}
+
+/* Send order within a pair of ranks: the senders' (colour, transfer). */
+static int by_pair(const void *a, const void *c, void *arg)
+{
+	const struct nbr_xfer *xf = arg;
+	const struct nbr_xfer *i = &xf[*(const uint32_t *)a];
+	const struct nbr_xfer *j = &xf[*(const uint32_t *)c];
+
+	if (i->from != j->from)
+		return i->from < j->from ? -1 : 1;
+	if (i->to != j->to)
+		return i->to < j->to ? -1 : 1;
+	if (i->color != j->color)
+		return i->color < j->color ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)c ? -1 : 1;
+}
+
+/* m[0..k) (send order) become one group: the last leads, each other's
+ * data ends where the next one's begins. */
+static void group_make(const struct coop_topo *t, struct nbr_plan *p,
+		       const uint32_t *m, uint32_t k)
+{
+	struct nbr_slots *s = p->slots;
+	uint32_t lead = m[k - 1], i;
+	uint64_t gap = COOP_MAX(exact_len(t, p, &p->xf[lead]), (uint64_t)8);
+
+	for (i = k - 1; i-- > 0;) {
+		s->grp[m[i]].end_gap = gap;
+		gap += exact_len(t, p, &p->xf[m[i]]);
+	}
+	for (i = 0; i < k; i++) {
+		s->grp[m[i]].lead = lead;
+		s->cap[m[i]] = align64(gap);
+	}
+	s->grp[lead].members = k;
+}
+
+/* Group each pair's groupable transfers, in send order, as many at a
+ * time as fit a slot.  0, or -1 out of memory. */
+static int groups_form(const struct coop_topo *t, struct nbr_plan *p)
+{
+	uint32_t *m = calloc(p->nxf + 1, sizeof(*m)), n = 0, i, k;
+	uint64_t max = t->ctx->cfg.nbr_slot_max, bytes;
+
+	if (!m)
+		return -1;
+	for (i = 0; i < p->nxf; i++)
+		if (groupable(t, p, i))
+			m[n++] = i;
+	qsort_r(m, n, sizeof(*m), by_pair, p->xf);
+	for (i = 0; i < n; i += k) {
+		bytes = 8 + exact_len(t, p, &p->xf[m[i]]);
+		for (k = 1; i + k < n && p->xf[m[i + k]].from ==
+		     p->xf[m[i]].from && p->xf[m[i + k]].to == p->xf[m[i]].to;
+		     k++) {
+			bytes += exact_len(t, p, &p->xf[m[i + k]]);
+			if (bytes > max)
+				break;
+		}
+		if (k > 1)
+			group_make(t, p, m + i, k);
+	}
+	free(m);
 	return 0;
 }
 
@@ -126,14 +221,22 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 	}
 	p->slots = s;
 	for (x = 0; x < p->nxf; x++) {
+		s->cap[x] = slot_cap(t, p, &p->xf[x]);
+		s->grp[x].lead = x;
+		s->grp[x].members = 1;
+	}
+	if (groups_form(t, p))
+		return -1;
+	for (x = 0; x < p->nxf; x++) {
 		int to = p->xf[x].to;
 
-		s->cap[x] = slot_cap(t, p, &p->xf[x]);
-		if (!s->cap[x])
+		if (!s->cap[x] || s->grp[x].lead != x)
 			continue;
 		s->off[x] = bytes[to];
 		bytes[to] += SLOT_HDR + SLOT_BUFS * s->cap[x];
 	}
+	for (x = 0; x < p->nxf; x++)
+		s->off[x] = s->off[s->grp[x].lead];
 	s->arity = t->ctx->cfg.nbr_rtr_tree ? t->ctx->cfg.nbr_rtr_arity : 0;
 	return slots_order(s, p, t->g.n);
 }
@@ -330,7 +433,7 @@ static uint32_t sender_node(const struct nbr_slots *s, int from, uint64_t c)
 uint32_t coop_nbr_tree_child(const struct nbr_plan *p, uint32_t x, unsigned k)
 {
 	const struct nbr_slots *s = p->slots;
-	uint64_t c = ((uint64_t)s->pos[x] + 1) * s->arity + k;
+	uint64_t c = ((uint64_t)s->pos[s->grp[x].lead] + 1) * s->arity + k;
 
 	return k < s->arity ? sender_node(s, p->xf[x].from, c) : UINT32_MAX;
 }

@@ -483,6 +483,19 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 	return COOP_SUCCESS;
 }
 
+/* rank's transfers with a slot; shared: only those sharing it */
+static int slotted(const struct nbr_plan *p, int rank, int shared)
+{
+	const struct nbr_slots *s = p->slots;
+	uint32_t x;
+	int n = 0;
+
+	for (x = 0; x < p->nxf; x++)
+		n += p->xf[x].from == rank && s->cap[x] &&
+		     (!shared || s->grp[s->grp[x].lead].members > 1);
+	return n;
+}
+
 void coop_topo_info_fill(const struct coop_topo *t, coop_topo_info_t *info)
 {
 	int op;
@@ -497,9 +510,9 @@ void coop_topo_info_fill(const struct coop_topo *t, coop_topo_info_t *info)
 		info->moved[op] = (int)p->moved;
 		if (!p->slots)
 			continue;
-		info->slotted[op] = (int)(p->slots->first[t->ctx->rank + 1] -
-					  p->slots->first[t->ctx->rank]);
+		info->slotted[op] = slotted(p, t->ctx->rank, 0);
 		info->slot_sends[op] = p->slots->sends;
 		info->canary_flags[op] = p->slots->flagged;
+		info->grouped[op] = slotted(p, t->ctx->rank, 1);
 	}
 }

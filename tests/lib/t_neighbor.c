@@ -641,6 +641,9 @@ static void run_together(struct rk *const *ks, const int *ops, int n,
 	for (i = 0; i < 3; i++)
 		T_OK(coop_progress(ks[0]->ctx));
 	rc = coop_waitall(n, req, st);
+	for (i = 0; rc && i < n; i++)
+		fprintf(stderr, "[rank %d] outstanding %d of %d: %s\n",
+			ks[i]->rank, i, n, coop_strerror(st[i].error));
 	T_ASSERT(rc == COOP_SUCCESS, "waitall of %d: %s", n, coop_strerror(rc));
 	for (i = 0; i < n; i++) {
 		snprintf(ks[i]->what, sizeof(ks[i]->what),
@@ -1102,12 +1105,15 @@ struct static_case {
 	int wmode;		/* with EXACT_BYTES: W_UNIFORM or W_EDGE */
 	size_t bytes;		/* ... their size (base) */
 	const char *const *env;
+	int grouped;		/* this rank's messages sharing a slot with
+				 * others to the same rank; -1: any */
 };
 
 /* After a static topology's calls: this rank's messages with a slot
  * went through it (and, uniform sizes, no others did), none flagged
  * (the pattern's last bytes are not the canary). */
-static void check_slot_info(const struct rk *k, int op, size_t bytes, int v)
+static void check_slot_info(const struct rk *k, int op, size_t bytes, int v,
+			    int grouped)
 {
 	coop_topo_info_t in;
 
@@ -1123,6 +1129,8 @@ static void check_slot_info(const struct rk *k, int op, size_t bytes, int v)
 		T_ASSERT(in.slot_sends[op] > 0, "%s: no slot sends", k->what);
 	T_ASSERT(!in.canary_flags[op], "%s: %llu canary flags", k->what,
 		 (unsigned long long)in.canary_flags[op]);
+	T_ASSERT(grouped < 0 || in.grouped[op] == grouped,
+		 "%s: %d grouped, want %d", k->what, in.grouped[op], grouped);
 }
 
 /* The first call fixes an op's sizes: another size is refused
@@ -1146,24 +1154,27 @@ static void static_wrong_size(struct rk *k, int op, size_t bytes)
 }
 
 /* On a fresh topology per (size, v or not): the ops of that kind in
- * every mode, three alltoalls outstanding at once, a wrong size. */
-static void static_group(struct rk *k, unsigned hints, size_t bytes, int v)
+ * every mode, six alltoalls outstanding at once (more than a slot has
+ * buffers), a wrong size. */
+static void static_group(struct rk *k, const struct static_case *sc,
+			 size_t bytes, int v)
 {
 	const int ops[2][2] = { { OP_AG, OP_A2A }, { OP_AGV, OP_A2AV } };
-	const int three[] = { ops[v][1], ops[v][1], ops[v][1] };
-	struct rk *one[] = { k, k, k };
+	const int six[] = { ops[v][1], ops[v][1], ops[v][1],
+			    ops[v][1], ops[v][1], ops[v][1] };
+	struct rk *one[] = { k, k, k, k, k, k };
 	int i, mode;
 
-	T_OK(topo_make(k, COMM_BASE, hints));
+	T_OK(topo_make(k, COMM_BASE, sc->hints));
 	for (i = 0; i < 2; i++) {
 		if (k->wmode == W_EDGE && ops[v][i] != OP_A2AV)
 			continue;	/* the weights are alltoallv's */
 		for (mode = 0; mode < NMODES; mode++)
 			run_call(k, ops[v][i], mode, bytes);
 		check_slot_info(k, ops[v][i] < OP_A2A ? COOP_NBR_ALLGATHER :
-				COOP_NBR_ALLTOALL, bytes, v);
+				COOP_NBR_ALLTOALL, bytes, v, sc->grouped);
 	}
-	run_together(one, three, 3, bytes);
+	run_together(one, six, 6, bytes);
 	static_wrong_size(k, ops[v][1], bytes);
 	topo_done(k);
 }
@@ -1184,7 +1195,7 @@ static int static_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		for (v = 0; v < 2; v++)
 			if (!sc->wmode || (sizes[s] == sc->bytes &&
 					   (v || sc->wmode == W_UNIFORM)))
-				static_group(&k, sc->hints, sizes[s], v);
+				static_group(&k, sc, sizes[s], v);
 	return 0;
 }
 
@@ -1202,19 +1213,35 @@ static const char *const env_chain[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
 #define ST COOP_TOPO_STATIC_BUFFERS
 #define EX (COOP_TOPO_STATIC_BUFFERS | COOP_TOPO_EXACT_BYTES)
 
+/* Groups: on a 2x2 stencil each rank sends each of its two neighbours
+ * two blocks (self edges are never grouped); with sizes per edge
+ * (W_EDGE) the empty ones ((o + j) % 4 == 3) have no slot, so some
+ * blocks are alone.  Groups with RTR trees: the tree's nodes are the
+ * groups (found by a test: members publishing into one shared word let
+ * a sender overwrite a buffer not all had taken). */
 static const struct static_case static_cases[] = {
 	{ { G_ER, 4, 0.7, 11, 0, { 0 }, 0, "A(4, 0.7)" }, ST, W_NONE, 0,
-	  env_direct },
+	  env_direct, 0 },
 	{ { G_ER, 4, 1.0, 0, 0, { 0 }, 0, "A(4, 1)" }, ST, W_NONE, 0,
-	  env_tree2 },
+	  env_tree2, 0 },
 	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0, "stencil 2x2x1x1" }, ST,
-	  W_NONE, 0, env_chain },
+	  W_NONE, 0, env_chain, 0 },
 	{ { G_HOT, 8, 0, 0, 0, { 0 }, 1, "hot spot 8" }, EX, W_UNIFORM, 8,
-	  env_tree2 },
+	  env_tree2, -1 },
 	{ { G_ER, 4, 0.7, 13, 0, { 0 }, 0, "A(4, 0.7) weights" }, EX,
-	  W_EDGE, 100, env_direct },
+	  W_EDGE, 100, env_direct, 0 },
 	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2" }, ST,
-	  W_NONE, 0, env_direct },
+	  W_NONE, 0, env_direct, 0 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 grouped" },
+	  EX, W_UNIFORM, 8, env_direct, 4 },
+	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0,
+	    "stencil 2x2x1x1 grouped" }, EX, W_EDGE, 100, env_tree2, -1 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 4 KiB" },
+	  EX, W_UNIFORM, SLOT_MAX / 2, env_chain, 0 },
+	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0,
+	    "stencil 2x2x1x1 grouped" }, EX, W_EDGE, 100, env_direct, -1 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 grouped" },
+	  EX, W_EDGE, 100, env_tree2, -1 },
 };
 
 /* Every op and mode through the slots (1 B .. COOP_NEIGHBOR_SLOT_MAX)
@@ -1236,26 +1263,43 @@ END_TEST
 /* Canary collisions: the block's last bytes as the canary's.  Calls
  * per size: each of a slot's four buffers used twice or more. */
 #define CANARY_CALLS 9u
+/* stencil 2x2x1x1 grouped: a group per neighbour (two blocks each), the
+ * four self edges alone */
+#define GROUPED_LEADERS 6
 static const uint64_t canary = COOP_NBR_CANARY;
 
-static int collides(int o, int j, uint32_t iter)
+struct canary_case {
+	const struct gspec *g;
+	int grouped;		/* exact sizes: neighbours' blocks grouped */
+};
+
+/* With groups a call's blocks all collide or none does: which block
+ * leads a group (the only one whose collision counts) is the plan's
+ * business. */
+static int collides(int o, int j, uint32_t iter, int grouped)
 {
+	if (grouped)
+		return iter % 3 != 1;
 	return (o + j + (int)iter) % 3 != 1;
 }
 
 /* The canary's last min(len, 8) bytes at the end of the block (so a
  * block of 5 bytes ends like the canary, but never equals its word). */
 static void canary_tail(unsigned char *b, size_t len, int o, int j,
-			uint32_t iter)
+			uint32_t iter, int grouped)
 {
 	size_t n = len < 8 ? len : 8;
 
 	t_fill(b, len, bseed(o, j, iter));
-	if (collides(o, j, iter))
+	if (collides(o, j, iter, grouped))
 		memcpy(b + len - n, (const unsigned char *)&canary + 8 - n, n);
 }
 
-static void canary_call(struct rk *k, int op, size_t len, uint64_t *flags)
+/* One call; flags counts the canary flags it should raise (grouped:
+ * one per group, whose members are this rank's blocks to the same
+ * neighbour). */
+static void canary_call(struct rk *k, int op, size_t len, int grouped,
+			uint64_t *flags)
 {
 	const struct graph *g = &k->g;
 	int r = k->rank, i, nsend = op == OP_AG ? 1 : g->outdeg[r];
@@ -1267,10 +1311,12 @@ static void canary_call(struct rk *k, int op, size_t len, uint64_t *flags)
 	for (i = 0; i < nsend; i++) {
 		int j = op == OP_AG ? AG_SLOT : i;
 
-		canary_tail(sb + i * len, len, r, j, it);
-		if (len >= 8 && collides(r, j, it))
+		canary_tail(sb + i * len, len, r, j, it, grouped);
+		if (len >= 8 && collides(r, j, it, grouped) && !grouped)
 			*flags += op == OP_AG ? (uint64_t)g->outdeg[r] : 1;
 	}
+	if (len >= 8 && collides(r, 0, it, grouped) && grouped)
+		*flags += GROUPED_LEADERS;
 	T_OK(op == OP_AG ?
 	     coop_neighbor_allgather(k->topo, sb, len, rb, len) :
 	     coop_neighbor_alltoall(k->topo, sb, len, rb, len));
@@ -1278,7 +1324,7 @@ static void canary_call(struct rk *k, int op, size_t len, uint64_t *flags)
 		int o = g->src[r][i];
 		int j = op == OP_AG ? AG_SLOT : origin_slot(g, r, i);
 
-		canary_tail(want, len, o, j, it);
+		canary_tail(want, len, o, j, it, grouped);
 		T_ASSERT(!memcmp(rb + i * len, want, len), "canary %s %zu B: "
 			 "block %d from %d wrong", op_name[op], len, i, o);
 	}
@@ -1289,20 +1335,28 @@ static void canary_call(struct rk *k, int op, size_t len, uint64_t *flags)
 static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	static const size_t lens[] = { 5, 8, 16, 61 };
-	const struct gspec *gs = arg;
+	const struct canary_case *cc = arg;
 	coop_topo_info_t in;
 	uint64_t flags[2];
 	struct rk k;
 	int l, op, n, a2a;
 
 	(void)size;
-	rk_init(&k, ctx, rank, gs);
+	rk_init(&k, ctx, rank, cc->g);
+	k.wmode = cc->grouped ? W_UNIFORM : W_NONE;
 	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
-		T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
+		k.wbytes = lens[l];
+		T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS |
+			       (cc->grouped ? COOP_TOPO_EXACT_BYTES : 0)));
+		T_OK(coop_topo_get_info(k.topo, &in));
+		T_ASSERT(in.grouped[0] == (cc->grouped ? 4 : 0) &&
+			 in.grouped[1] == in.grouped[0],
+			 "%zu B: grouped %d %d", lens[l], in.grouped[0],
+			 in.grouped[1]);
 		flags[0] = flags[1] = 0;
 		for (n = 0; n < (int)CANARY_CALLS; n++)
 			for (op = OP_AG; op <= OP_A2A; op += OP_A2A)
-				canary_call(&k, op, lens[l],
+				canary_call(&k, op, lens[l], cc->grouped,
 					    &flags[op == OP_A2A]);
 		T_OK(coop_topo_get_info(k.topo, &in));
 		for (a2a = 0; a2a < 2; a2a++) {
@@ -1323,10 +1377,13 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 
 /* Blocks ending in the canary's bytes (5, 8, 16, 61 B; allgather and
  * alltoall, 9 calls each so every buffer of a slot is used twice or
- * more, colliding and not): data right, a flag for exactly the blocks of 8 B or more whose
- * last 8 bytes are the canary, every message through its slot.  Direct
- * RTR and a binary tree; and a stencil (every neighbour twice, self
- * edges), direct. */
+ * more, colliding and not): data right, a flag for exactly the blocks
+ * of 8 B or more whose last 8 bytes are the canary, every message
+ * through its slot.  Direct RTR and a binary tree; a stencil (every
+ * neighbour twice, self edges), direct; the stencil again with exact
+ * sizes, so each neighbour's two blocks share a slot: one flag per
+ * group (its leader's), none for the block before it, which ends in
+ * the canary's bytes too. */
 START_TEST(test_canary)
 {
 	const struct gspec er = { .kind = G_ER, .n = 4, .p = 1.0,
@@ -1334,10 +1391,12 @@ START_TEST(test_canary)
 	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 4,
 				  .dims = { 2, 2, 1, 1 },
 				  .name = "stencil 2x2x1x1" };
+	const struct canary_case cases[] = { { &er, 0 }, { &er, 0 },
+					     { &st, 0 }, { &st, 1 } };
 
 	ck_assert_int_eq(run_ranks(4, _i == 1 ? env_tree2 : env_direct,
-				   canary_rank, (void *)(_i == 2 ? &st : &er),
-				   60, NULL), 0);
+				   canary_rank, (void *)&cases[_i], 60, NULL),
+			 0);
 }
 END_TEST
 
@@ -1396,7 +1455,7 @@ TCase *tc_neighbor(void)
 	tcase_add_loop_test(tc, test_static, 0,
 			    (int)(sizeof(static_cases) /
 				  sizeof(static_cases[0])));
-	tcase_add_loop_test(tc, test_canary, 0, 3);
+	tcase_add_loop_test(tc, test_canary, 0, 4);
 	tcase_add_loop_test(tc, test_static_death, 0, 2);
 	return tc;
 }
