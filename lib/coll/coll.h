@@ -105,6 +105,9 @@ struct nbr_vertex {
 	uint32_t nsegs, seg0;	/* V_PACK: copies segs[seg0 .. +nsegs) */
 	uint32_t ndeps;		/* predecessors */
 	uint32_t nsucc, succ0;	/* successors: succ[succ0 .. +nsucc) */
+	uint32_t mate;		/* a transfer to ourselves: its other end
+				 * (the send copies straight into the
+				 * receive's bytes); UINT32_MAX: none */
 };
 
 struct nbr_seg {		/* one copy of a pack */

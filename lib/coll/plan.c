@@ -37,7 +37,8 @@ static uint32_t add_vertex(struct builder *b, uint8_t kind, int peer,
 	if (coop_coll_grow((void **)&p->v, &b->capv, p->nv + 1, sizeof(*p->v)))
 		return NONE;
 	p->v[p->nv] = (struct nbr_vertex){ .kind = kind, .peer = peer,
-					   .xfer = xfer, .ref = ref };
+					   .xfer = xfer, .ref = ref,
+					   .mate = NONE };
 	return p->nv++;
 }
 
@@ -184,6 +185,10 @@ static int add_send(struct builder *b, uint32_t x, uint32_t *prev)
 	if (v == NONE || add_dep(b, pred, v) ||
 	    (b->t->ctx->cfg.nbr_order && add_dep(b, *prev, v)))
 		return -1;
+	if (xf->to == b->rank) {	/* to ourselves: a copy, no message */
+		b->p->v[v].mate = b->recv_v[x];
+		b->p->v[b->recv_v[x]].mate = v;
+	}
 	*prev = v;
 	b->p->sends++;
 	b->p->forwards += !own;

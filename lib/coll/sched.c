@@ -105,6 +105,25 @@ static void child_done(struct coop_request *r)
 	queue_done(in, ref->v, err);
 }
 
+/* ---------------- transfers to ourselves ---------------- */
+
+/* Send vertex v's bytes straight into its mate's (the receive of the
+ * same transfer): the receive's result, as a message would give it. */
+static int self_copy(struct nbr_inst *in, uint32_t v)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	size_t slen, rlen;
+	const char *src = ref_addr(in, &vx->ref, &slen);
+	char *dst = ref_addr(in, &in->p->v[vx->mate].ref, &rlen);
+
+	if (in->poisoned[v])
+		return COOP_ERR_PEER_DEAD;	/* its data never came */
+	memmove(dst, src, COOP_MIN(slen, rlen));
+	if (slen == rlen)
+		return COOP_SUCCESS;
+	return slen > rlen ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
+}
+
 /* ---------------- slot vertices (STATIC_BUFFERS) ---------------- */
 
 static int peer_lost(const struct coop_context *ctx, int peer)
@@ -207,11 +226,12 @@ static int holds_poll(struct nbr_inst *in)
 
 /*
  * A call of a static topology whose every vertex is a slot send or
- * receive of the user's own blocks (no pack, no forward: nothing waits
- * for another vertex but the sends for the one before) needs no wave
- * front: its pending list is the plan's vertices in order (receives,
- * then sends in colour order), and a loop takes each that can go, the
- * sends in order.  Sizes are static, so the first call decides for all.
+ * receive of the user's own blocks, or a copy to ourselves (no pack, no
+ * forward: nothing waits for another vertex but the sends for the one
+ * before) needs no wave front: its pending list is the plan's vertices
+ * in order (receives, then sends in colour order; a self send stands
+ * for its receive too), and a loop takes each that can go, the sends in
+ * order.  Sizes are static, so the first call decides for all.
  */
 static int flat_plan(struct nbr_inst *in)
 {
@@ -229,7 +249,8 @@ static int flat_plan(struct nbr_inst *in)
 		ref_addr(in, &vx->ref, &len);
 		if (vx->kind == V_PACK || vx->ref.space == SP_TEMP ||
 		    (vx->kind == V_SEND && vx->ref.space != SP_SEND) ||
-		    !coop_nbr_slotted(p, vx->xfer, len))
+		    (vx->mate == UINT32_MAX &&
+		     !coop_nbr_slotted(p, vx->xfer, len)))
 			s->flat = FLAT_NO;
 	}
 	return s->flat == FLAT_YES;
@@ -245,13 +266,21 @@ static int flat_poll(struct nbr_inst *in)
 	for (i = 0; i < in->npend; i++) {
 		const struct nbr_vertex *vx = &in->p->v[in->pend[i]];
 
-		coop_nbr_slot_prefetch(in->p, vx->xfer, in->call,
-				       vx->kind == V_SEND);
+		if (vx->mate == UINT32_MAX)
+			coop_nbr_slot_prefetch(in->p, vx->xfer, in->call,
+					       vx->kind == V_SEND);
 	}
 	for (i = 0; i < in->npend; i++) {
 		uint32_t v = in->pend[i];
 		int send = in->p->v[v].kind == V_SEND;
 
+		if (in->p->v[v].mate != UINT32_MAX) {	/* both ends */
+			rc = self_copy(in, v);
+			if (rc && !in->err)
+				in->err = rc;
+			n += 2;
+			continue;
+		}
 		rc = send && send_waits ? SLOT_WAIT : slot_try(in, v);
 		if (rc == SLOT_WAIT) {
 			send_waits |= send;
@@ -276,9 +305,11 @@ static void flat_start(struct nbr_inst *in)
 {
 	uint32_t v;
 
-	for (v = 0; v < in->p->nv; v++)
-		in->pend[v] = v;
-	in->npend = in->p->nv;
+	in->npend = 0;
+	for (v = 0; v < in->p->nv; v++)	/* a self send takes both ends */
+		if (in->p->v[v].kind == V_SEND ||
+		    in->p->v[v].mate == UINT32_MAX)
+			in->pend[in->npend++] = v;
 	flat_poll(in);
 	if (in->npend || in->nhold)
 		poll_link(in);
@@ -327,6 +358,13 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	char *buf = ref_addr(in, &vx->ref, &len);
 	int rc = COOP_SUCCESS;
 
+	if (vx->mate != UINT32_MAX) {	/* the send does both ends */
+		if (vx->kind == V_SEND) {
+			queue_done(in, vx->mate, self_copy(in, v));
+			queue_done(in, v, COOP_SUCCESS);
+		}
+		return COOP_SUCCESS;
+	}
 	if (coop_nbr_slotted(in->p, vx->xfer, len)) {
 		slot_start(in, v);
 		return COOP_SUCCESS;
@@ -344,6 +382,8 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 			     in->t->comm);
 	if (!r)
 		return COOP_ERR_NOMEM;
+	if (len > ctx->cfg.nbr_eager_max)
+		r->flags |= REQ_F_SINGLE_COPY;
 	r->complete_cb = child_done;
 	r->owner_data = &in->refs[v];
 	coop_req_activate(r);

@@ -137,7 +137,7 @@ static int groupable(const struct coop_topo *t, const struct nbr_plan *p,
 {
 	const struct nbr_xfer *xf = &p->xf[x];
 
-	return p->slots->cap[x] && xf->nblk == 1 && xf->from != xf->to &&
+	return p->slots->cap[x] && xf->nblk == 1 &&
 	       t->g.from[p->blk[xf->blk0]] == xf->from &&
 	       exact_len(t, p, xf) > 0;
 }
@@ -221,7 +221,9 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 	}
 	p->slots = s;
 	for (x = 0; x < p->nxf; x++) {
-		s->cap[x] = slot_cap(t, p, &p->xf[x]);
+		/* to ourselves: copied straight (sched.c) */
+		if (p->xf[x].from != p->xf[x].to)
+			s->cap[x] = slot_cap(t, p, &p->xf[x]);
 		s->grp[x].lead = x;
 		s->grp[x].members = 1;
 	}

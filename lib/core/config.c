@@ -192,6 +192,11 @@ static const struct cfg_entry table[] = {
 	  NULL, 1,
 	  "tree balancing: ceil(L/o), the messages a sender sends itself "
 	  "while a forwarder's copy is on its way" },
+	{ "COOP_NEIGHBOR_EAGER_MAX", CFG_SIZE, FIELD(nbr_eager_max), "8k",
+	  256, GIB, NULL, 1,
+	  "neighborhood collectives: larger messages skip the bounce copy "
+	  "(single-copy rendezvous): every rank sends and receives at once, "
+	  "so copies per byte, not latency, decide" },
 	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "16k", 0,
 	  MIB, NULL, 1,
 	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "

@@ -42,9 +42,12 @@ struct coop_coll_state;		/* coll/coll.h */
  * neighborhood collectives (coll/) */
 enum { REQ_SEND = 1, REQ_RECV = 2, REQ_XFER = 3, REQ_COLL = 4 };
 
-/* A request flag of the library's own, beside the user's COOP_SEND_* and
- * COOP_F_* in r->flags: the inner send of a buffered send. */
+/* Request flags of the library's own, beside the user's COOP_SEND_* and
+ * COOP_F_* in r->flags: the inner send of a buffered send; a message
+ * that goes by rendezvous whatever COOP_EAGER_MAX says (a collective's,
+ * where a bounce copy costs more than a handshake). */
 #define REQ_F_BUFFERED_INNER	(1u << 31)
+#define REQ_F_SINGLE_COPY	(1u << 30)
 
 /* Events a request still waits for (req->pending). */
 #define EV_LOCAL	0x01	/* our copy / fragment pushing not done */
@@ -439,6 +442,14 @@ static inline void coop_leave(struct coop_context *ctx)
 		coop_leave(locked_ctx_);				\
 		return locked_rc_;					\
 	} while (0)
+
+/* Does r's size call for a rendezvous (beyond COOP_EAGER_MAX, or a
+ * single-copy message)?  Messages that fit a packet go eagerly anyway. */
+static inline int coop_req_rndv_sized(const struct coop_context *ctx,
+				      const struct coop_request *r)
+{
+	return r->len > ctx->cfg.eager_max || (r->flags & REQ_F_SINGLE_COPY);
+}
 
 /* A spinning thread's pause (frees the core's pipeline for its twin). */
 static inline void coop_cpu_relax(void)

@@ -139,7 +139,7 @@ static int ticket(struct coop_context *ctx, struct coop_request *r)
 		return 0;
 	r->seq = ++t->rcount;
 	r->ticketed = 1;
-	return r->len > ctx->cfg.eager_max;
+	return coop_req_rndv_sized(ctx, r);
 }
 
 int coop_match_post(struct coop_context *ctx, struct coop_request *r)
@@ -173,7 +173,7 @@ void coop_match_resume(struct coop_context *ctx, uint16_t comm)
 			continue;
 		if (!r->ticketed)
 			ticket(ctx, r);
-		if (r->ticketed && !r->rtr_out && r->len > ctx->cfg.eager_max)
+		if (r->ticketed && !r->rtr_out && coop_req_rndv_sized(ctx, r))
 			coop_rtr_send(ctx, r);
 	}
 }

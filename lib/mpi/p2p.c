@@ -40,7 +40,7 @@ int coop_p2p_send_start(struct coop_context *ctx, struct coop_request *r)
 	if (ctx->proto->rtr) {
 		/* an RTR for this send may sit in our ring: take it in first,
 		 * before this send is numbered, so no RTS is wasted */
-		if (r->len > ctx->cfg.eager_max)
+		if (coop_req_rndv_sized(ctx, r))
 			coop_progress_once(ctx);
 		r->seq = coop_rtr_send_seq(ctx, r->comm, r->peer, r->tag, 0);
 	}

@@ -95,7 +95,7 @@ int coop_eager_send(struct coop_context *ctx, struct coop_request *r)
 		rc = send_inline(ctx, r);
 		return rc ? -rc : 1;
 	}
-	if (r->len > ctx->cfg.eager_max)
+	if (coop_req_rndv_sized(ctx, r))
 		return 0;
 	return send_bounce(ctx, r);
 }

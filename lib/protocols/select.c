@@ -41,7 +41,14 @@
  * 3. Offload striping: where the table leaves one CPU copying while the
  *    sender's offload engine is idle (RPUT), the engine takes a share
  *    (stripe.c decides whether it may).
- * Below COOP_COOP_MIN a message is RGET: one copier, no handshake.
+ * Below COOP_COOP_MIN a message is RGET: one copier, no handshake.  So
+ * is a collective's (REQ_F_SINGLE_COPY) on a node with a CPU per rank:
+ * every rank receives its own at the same time, and a second copier or a
+ * choice by load only added handshakes and uneven shares (measured on
+ * neighbourhood exchanges of 64 KiB-1 MiB, 2 ranks on 2 CPUs: COOP-p2p
+ * and COOP-load 1.1-1.4x the time of RGET).  Oversubscribed, COOP-load's
+ * whole-message choice stays: it moved a hot spot's copies off its
+ * centre (8 ranks, 1 MiB: RGET alone 1.28x its time).
  * The loads and why they carry a history: core/load.c.
  */
 #include "proto.h"
@@ -130,7 +137,8 @@ enum coop_proto coop_select(struct coop_request *r,
 	struct coop_context *ctx = r->ctx;
 	enum coop_proto p;
 
-	if (r->xfer < ctx->cfg.coop_min)
+	if (r->xfer < ctx->cfg.coop_min ||
+	    ((r->flags & REQ_F_SINGLE_COPY) && ctx->undersubscribed))
 		return PROTO_RGET;
 	p = table_choice(r, m, split);
 	if (p == PROTO_RPUT && (m->flags & PF_ENGINE) &&

@@ -976,6 +976,29 @@ static void busy_free(struct rk *k)
 	call_free(&c);
 }
 
+/* A block to ourselves is copied, not sent, with a message's outcome:
+ * more bytes than the receive block fill it and fail with
+ * COOP_ERR_TRUNCATE, fewer fail with COOP_ERR_COUNT. */
+static void self_sizes(coop_context_t *ctx, int rank)
+{
+	const size_t d0[1] = { 0 }, n8[1] = { 8 }, n16[1] = { 16 };
+	unsigned char sb[16], rb[16];
+	coop_topo_t *t = NULL;
+	int rc;
+
+	memset(sb, 0x5a, sizeof(sb));
+	T_OK(coop_topo_create(ctx, COMM_BASE + 11, 1, &rank, NULL, 1, &rank,
+			      NULL, 0, &t));
+	memset(rb, 0, sizeof(rb));
+	rc = coop_neighbor_alltoallv(t, sb, n16, d0, rb, n8, d0);
+	T_ASSERT(rc == COOP_ERR_TRUNCATE && rb[7] == 0x5a && !rb[8],
+		 "self: 16 B into 8: %s", coop_strerror(rc));
+	rc = coop_neighbor_alltoallv(t, sb, n8, d0, rb, n16, d0);
+	T_ASSERT(rc == COOP_ERR_COUNT, "self: 8 B into 16: %s",
+		 coop_strerror(rc));
+	T_OK(coop_topo_free(&t));
+}
+
 static int bad_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	const struct gspec ring = { .kind = G_RING, .n = size };
@@ -996,6 +1019,7 @@ static int bad_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	T_ASSERT(coop_topo_get_info(k.topo, NULL) == COOP_ERR_ARG,
 		 "get_info(topo, NULL)");
 	bad_calls(&k);
+	self_sizes(ctx, rank);
 	run_call(&k, OP_A2AV, M_BLOCK, 100);
 	busy_free(&k);
 	topo_done(&k);
@@ -1095,6 +1119,81 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 /* COOP_TOPO_STATIC_BUFFERS: static slots, canary, RTR trees            */
+/* ------------------------------------------------------------------ */
+/* a collective's messages: single copy above COOP_NEIGHBOR_EAGER_MAX   */
+/* ------------------------------------------------------------------ */
+
+/* Receives of ring alltoalls of bytes by protocol, counted by the
+ * context's statistics. */
+static void ring_received(struct rk *k, size_t bytes, coop_stats_t *got)
+{
+	coop_stats_t before;
+	int p;
+
+	T_OK(coop_get_stats(k->ctx, &before));
+	run_call(k, OP_A2A, M_BLOCK, bytes);
+	T_OK(coop_get_stats(k->ctx, got));
+	for (p = 0; p < COOP_PROTOCOL_COUNT; p++)
+		got->received[p] -= before.received[p];
+}
+
+static int single_copy_rank(coop_context_t *ctx, int rank, int size,
+			    void *arg)
+{
+	const struct gspec ring = { .kind = G_RING, .n = size };
+	const size_t *eager_max = arg;
+	uint64_t msgs, idle_cpus;
+	coop_stats_t st;
+	struct rk k;
+	size_t bytes;
+
+	rk_init(&k, ctx, rank, &ring);
+	T_OK(topo_make(&k, COMM_BASE, 0));
+	msgs = (uint64_t)k.g.indeg[rank];
+	idle_cpus = sysconf(_SC_NPROCESSORS_ONLN) >= size;
+	for (bytes = 4096; bytes <= 65536; bytes *= 4) {
+		ring_received(&k, bytes, &st);
+		if (bytes <= *eager_max) {
+			T_ASSERT(st.received[COOP_PROTOCOL_EAGER] == msgs,
+				 "%zu B: %llu of %llu eager", bytes,
+				 (unsigned long long)
+				 st.received[COOP_PROTOCOL_EAGER],
+				 (unsigned long long)msgs);
+			continue;
+		}
+		/* one copier: the receiver with a CPU per rank, else the
+		 * side COOP-load picks */
+		T_ASSERT(st.received[COOP_PROTOCOL_RGET] +
+			 (idle_cpus ? 0 : st.received[COOP_PROTOCOL_RPUT]) ==
+			 msgs, "%zu B: %llu RGET %llu RPUT %llu COOP %llu eager "
+			 "of %llu", bytes,
+			 (unsigned long long)st.received[COOP_PROTOCOL_RGET],
+			 (unsigned long long)st.received[COOP_PROTOCOL_RPUT],
+			 (unsigned long long)st.received[COOP_PROTOCOL_COOP],
+			 (unsigned long long)st.received[COOP_PROTOCOL_EAGER],
+			 (unsigned long long)msgs);
+	}
+	topo_done(&k);
+	return 0;
+}
+
+/* Ring alltoalls of 4, 16, 64 KiB on 2 and 4 ranks: up to
+ * COOP_NEIGHBOR_EAGER_MAX (default 8 KiB; and 32 KiB) eagerly, beyond it
+ * by one copy of one side (RGET when every rank has a CPU), never
+ * through bounce buffers or split between two copiers - whatever
+ * COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say. */
+START_TEST(test_single_copy)
+{
+	static const char *const env32[] = { "COOP_NEIGHBOR_EAGER_MAX=32k",
+					     NULL };
+	static const size_t limit[] = { 8192, 32768 };
+	int ranks = _i & 1 ? 4 : 2, e = _i >> 1;
+
+	ck_assert_int_eq(run_ranks(ranks, e ? env32 : NULL, single_copy_rank,
+				   (void *)&limit[e], 60, NULL), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 #define SLOT_MAX 4096		/* COOP_NEIGHBOR_SLOT_MAX in these cases */
@@ -1263,9 +1362,9 @@ END_TEST
 /* Canary collisions: the block's last bytes as the canary's.  Calls
  * per size: each of a slot's four buffers used twice or more. */
 #define CANARY_CALLS 9u
-/* stencil 2x2x1x1 grouped: a group per neighbour (two blocks each), the
- * four self edges alone */
-#define GROUPED_LEADERS 6
+/* stencil 2x2x1x1 grouped: a group per neighbour (two blocks each); the
+ * four self edges have no slot (a block to ourselves is copied) */
+#define GROUPED_LEADERS 2
 static const uint64_t canary = COOP_NBR_CANARY;
 
 struct canary_case {
@@ -1295,6 +1394,16 @@ static void canary_tail(unsigned char *b, size_t len, int o, int j,
 		memcpy(b + len - n, (const unsigned char *)&canary + 8 - n, n);
 }
 
+/* r's edges to other ranks: its messages with a slot */
+static int out_others(const struct graph *g, int r)
+{
+	int i, n = 0;
+
+	for (i = 0; i < g->outdeg[r]; i++)
+		n += g->dst[r][i] != r;
+	return n;
+}
+
 /* One call; flags counts the canary flags it should raise (grouped:
  * one per group, whose members are this rank's blocks to the same
  * neighbour). */
@@ -1313,7 +1422,8 @@ static void canary_call(struct rk *k, int op, size_t len, int grouped,
 
 		canary_tail(sb + i * len, len, r, j, it, grouped);
 		if (len >= 8 && collides(r, j, it, grouped) && !grouped)
-			*flags += op == OP_AG ? (uint64_t)g->outdeg[r] : 1;
+			*flags += op == OP_AG ? (uint64_t)out_others(g, r) :
+						(uint64_t)(g->dst[r][i] != r);
 	}
 	if (len >= 8 && collides(r, 0, it, grouped) && grouped)
 		*flags += GROUPED_LEADERS;
@@ -1366,7 +1476,7 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 				 (unsigned long long)in.canary_flags[a2a],
 				 (unsigned long long)flags[a2a]);
 			T_ASSERT(in.slot_sends[a2a] ==
-				 CANARY_CALLS * (uint64_t)k.g.outdeg[rank],
+				 CANARY_CALLS * (uint64_t)out_others(&k.g, rank),
 				 "%zu B op %d: %llu slot sends", lens[l], a2a,
 				 (unsigned long long)in.slot_sends[a2a]);
 		}
@@ -1456,6 +1566,7 @@ TCase *tc_neighbor(void)
 			    (int)(sizeof(static_cases) /
 				  sizeof(static_cases[0])));
 	tcase_add_loop_test(tc, test_canary, 0, 4);
+	tcase_add_loop_test(tc, test_single_copy, 0, 4);
 	tcase_add_loop_test(tc, test_static_death, 0, 2);
 	return tc;
 }
