@@ -1162,10 +1162,11 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 			continue;
 		}
 		/* one copier: the receiver with a CPU per rank, else the
-		 * side COOP-load picks */
-		T_ASSERT(st.received[COOP_PROTOCOL_RGET] +
-			 (idle_cpus ? 0 : st.received[COOP_PROTOCOL_RPUT]) ==
-			 msgs, "%zu B: %llu RGET %llu RPUT %llu COOP %llu eager "
+		 * side COOP-load picks (or an offload engine) */
+		T_ASSERT(idle_cpus ? st.received[COOP_PROTOCOL_RGET] == msgs :
+			 !st.received[COOP_PROTOCOL_COOP] &&
+			 !st.received[COOP_PROTOCOL_EAGER],
+			 "%zu B: %llu RGET %llu RPUT %llu COOP %llu eager "
 			 "of %llu", bytes,
 			 (unsigned long long)st.received[COOP_PROTOCOL_RGET],
 			 (unsigned long long)st.received[COOP_PROTOCOL_RPUT],
