@@ -53,6 +53,12 @@ static const char *const bad_env[][2] = {
 	{ "COOP_HCA_GID", "first" },
 	{ "COOP_HCA_DEVICE",
 	  "a-device-name-longer-than-the-sixty-three-characters-it-may-have" },
+	{ "COOP_NEIGHBOR_EAGER_MAX", "100" },
+	{ "COOP_NEIGHBOR_EAGER_MAX", "8q" },
+	{ "COOP_NEIGHBOR_SLOT_MAX", "2m" },
+	{ "COOP_NEIGHBOR_RTR", "ring" },
+	{ "COOP_NEIGHBOR_RTR_ARITY", "0" },
+	{ "COOP_NEIGHBOR_RTR_ARITY", "65" },
 };
 
 /* The settings table: every variable printed as NAME=value with the value
