@@ -350,8 +350,9 @@ struct coop_context {
 	int blocked;		/* callers inside a completion call's progress
 				 * step (or the progress thread): assisting
 				 * jobs may copy (job.c) */
-	int undersubscribed;	/* no more ranks than CPUs on the node */
+	int undersubscribed;	/* no more ranks than CPUs they share */
 	int nconnected;		/* peers connected, ourselves included */
+	uint64_t node_cpus[COOP_SEG_CPU_WORDS];	/* theirs, together */
 	unsigned empty_polls;
 	unsigned deaths;	/* peers marked dead, not yet handled */
 	int event_armed;	/* the provider's event fd is armed */
@@ -570,6 +571,10 @@ COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
  * sender's load ls and the receiver's lr (0..n). */
 COOP_HIDDEN uint64_t coop_load_level_share(uint64_t ls, uint64_t lr,
 					   uint64_t n);
+/* One copier of n bytes on a node with more ranks than CPUs: does the
+ * receiver take it (its load a whole message below the sender's)? */
+COOP_HIDDEN int coop_load_receiver_copies(uint64_t ls, uint64_t lr,
+					  uint64_t n);
 /* Are the node's offload engines busy (COOP_OFFLOAD_BUSY)? */
 COOP_HIDDEN int coop_load_offload_busy(const struct coop_context *ctx);
 

@@ -2,6 +2,7 @@
 /* shmseg.c - see shmseg.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <glob.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include "shmseg.h"
 
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
-#define SEG_VERSION 4
+#define SEG_VERSION 5
 #define PAGE 4096ULL
 /* bounds of a peer's segment geometry we accept */
 #define SEG_MAX_SLOTS 65536U
@@ -61,6 +62,23 @@ static void seg_layout(struct coop_seg_hdr *h, uint32_t nbounce,
 	off = ALIGN_UP(off + nbounce * sizeof(struct coop_bounce_flag), PAGE);
 	h->off_bounce = off;
 	h->bytes = ALIGN_UP(off + (uint64_t)nbounce * bounce_size, PAGE);
+}
+
+/* h->cpus: our affinity, or every online CPU if we cannot read it */
+static void seg_affinity(struct coop_seg_hdr *h)
+{
+	long cpu, n = COOP_SEG_CPU_WORDS * 64;
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set)) {
+		CPU_ZERO(&set);
+		n = COOP_MIN(n, sysconf(_SC_NPROCESSORS_ONLN));
+		for (cpu = 0; cpu < n; cpu++)
+			CPU_SET(cpu, &set);
+	}
+	for (cpu = 0; cpu < COOP_SEG_CPU_WORDS * 64 && cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			h->cpus[cpu / 64] |= 1ULL << (cpu % 64);
 }
 
 static int seg_open_fd(const char *name)
@@ -115,6 +133,7 @@ int coop_seg_create(struct coop_seg *s, uint64_t key, int rank,
 	if (!m)
 		return err;
 	h.owner_pid = (uint32_t)getpid();
+	seg_affinity(&h);
 	memcpy(m, &h, sizeof(h));
 	seg_bind(s, m, &h);
 	s->work_free = malloc(nwork * sizeof(uint32_t));

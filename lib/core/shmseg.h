@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #define COOP_SEG_ADDR_MAX 256
+#define COOP_SEG_CPU_WORDS 16	/* CPUs 0..1023 */
 
 struct coop_work_slot {
 	uint64_t next;		/* atomic: receiver's range cursor */
@@ -53,6 +54,10 @@ struct coop_seg_hdr {
 	/* owner writes, peers read (relaxed: a heuristic input) */
 	uint64_t hist_bytes;	/* decayed bytes copied, as of hist_ns */
 	uint64_t hist_ns;	/* CLOCK_MONOTONIC of the last update */
+	/* the CPUs the owner may run on (its affinity when it created the
+	 * segment): a node's ranks count the CPUs they share from these, as
+	 * a job confined to a cpuset has fewer than the node */
+	uint64_t cpus[COOP_SEG_CPU_WORDS];
 	/* a dynamic endpoint's address, for peers that know only its rank
 	 * and instance (written before instance, with release) */
 	uint32_t instance;	/* 0 until published */

@@ -46,9 +46,13 @@
  * every rank receives its own at the same time, and a second copier or a
  * choice by load only added handshakes and uneven shares (measured on
  * neighbourhood exchanges of 64 KiB-1 MiB, 2 ranks on 2 CPUs: COOP-p2p
- * and COOP-load 1.1-1.4x the time of RGET).  Oversubscribed, COOP-load's
- * whole-message choice stays: it moved a hot spot's copies off its
- * centre (8 ranks, 1 MiB: RGET alone 1.28x its time).
+ * and COOP-load 1.1-1.4x the time of RGET).  Oversubscribed, the sender
+ * copies (RPUT) unless the receiver's load is a whole message below its
+ * own: stencils and random graphs ran best with RPUT alone (4 ranks on
+ * 2 CPUs, 1 MiB: 0.66-0.9x the time of COOP-load's choice, which split
+ * them between both ends on loads that differed by noise), and the load
+ * exception keeps a hot spot's copies off its centre (8 ranks, 1 MiB:
+ * RGET alone 1.28x the time).
  * The loads and why they carry a history: core/load.c.
  */
 #include "proto.h"
@@ -131,18 +135,34 @@ static enum coop_proto table_choice(struct coop_request *r,
 	}
 }
 
+/* A collective's message: see the head comment */
+static enum coop_proto single_copy(struct coop_context *ctx, int src,
+				   uint64_t n)
+{
+	uint64_t now;
+
+	if (ctx->undersubscribed)
+		return PROTO_RGET;
+	now = coop_now_ns();
+	return coop_load_receiver_copies(coop_load_score(ctx, src, now),
+					 coop_load_score(ctx, ctx->rank, now),
+					 n) ? PROTO_RGET : PROTO_RPUT;
+}
+
 enum coop_proto coop_select(struct coop_request *r,
 			    const struct coop_msgdesc *m, uint64_t *split)
 {
 	struct coop_context *ctx = r->ctx;
 	enum coop_proto p;
 
-	if (r->xfer < ctx->cfg.coop_min ||
-	    ((r->flags & REQ_F_SINGLE_COPY) && ctx->undersubscribed))
+	if (r->xfer < ctx->cfg.coop_min)
 		return PROTO_RGET;
-	p = table_choice(r, m, split);
+	p = r->flags & REQ_F_SINGLE_COPY ? single_copy(ctx, m->src, r->xfer) :
+					    table_choice(r, m, split);
 	if (p == PROTO_RPUT && (m->flags & PF_ENGINE) &&
 	    coop_stripe_usable(ctx, r->xfer))
 		return PROTO_STRIPE;
+	if (r->flags & REQ_F_SINGLE_COPY)
+		return p;
 	return assisted(ctx, p, r->xfer, split);
 }

@@ -4,13 +4,14 @@
  *   - every cell of [Chakraborty18]'s Table II (send kind x blocking
  *     or not receive) takes its protocol, seen the same by both sides;
  *   - an assisted RGET: the sender, idle in its wait, copies the message
- *     while the receiver computes;
+ *     while the receiver computes - not when the ranks share one CPU;
  *   - COOP-load: the side with the smaller pending copy load copies, and
  *     the leveling rule itself;
  *   - COOP-chunked: a small message, and a rendezvous one, get through
  *     to a rank while it is copying a large message, before it ends.
  */
 #include <check.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,9 @@
 #define CELL_LEN (1u << 20)
 #define BIG_LEN (256u << 20)	/* a copy that lasts (~30 ms natively) */
 
-/* core/load.c's leveling rule (a hidden symbol of the library) */
+/* core/load.c's rules (hidden symbols of the library) */
 uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n);
+int coop_load_receiver_copies(uint64_t ls, uint64_t lr, uint64_t n);
 
 /* Table II and the CPU load rules: no striping onto an engine (kmod in
  * the VM) */
@@ -164,12 +166,18 @@ END_TEST
  * there already) and then computes without calling the library; the
  * sender, blocked in its wait with nothing else to copy, takes the
  * receiver's chunks and completes before the receiver is back.  With
- * fewer CPUs than ranks there is no assisting: the sender waits for it.
+ * fewer CPUs than ranks there is no assisting: the sender copies nothing
+ * and (no progress thread) waits for the receiver.
  */
+struct assist {
+	int back;	/* the receiver's computing ended */
+	int cpus;	/* the ranks share */
+};
+
 static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	volatile int *back = arg;	/* the receiver's computing ended */
-	int idle_cpu = sysconf(_SC_NPROCESSORS_ONLN) >= size;
+	volatile struct assist *a = arg;
+	int idle_cpu = a->cpus >= size;
 	char *buf = malloc(CELL_LEN);
 	coop_request_t *r;
 	coop_status_t st;
@@ -185,12 +193,18 @@ static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_get_progress(ctx, &mode));
 		/* a progress thread of the receiver copies its share */
 		if (idle_cpu) {
-			T_ASSERT(!*back, "the sender waited for the receiver");
+			T_ASSERT(!a->back, "the sender waited for the receiver");
 			T_ASSERT(stats.copy_bytes == CELL_LEN ||
 				 (mode != COOP_PROGRESS_MANUAL &&
 				  stats.copy_bytes < CELL_LEN), "sender copied "
 				 "%llu bytes", (unsigned long long)
 				 stats.copy_bytes);
+		} else {
+			T_ASSERT(a->back || mode != COOP_PROGRESS_MANUAL,
+				 "the sender did not wait for the receiver");
+			T_ASSERT(!stats.copy_bytes, "sender copied %llu bytes "
+				 "on %d CPUs", (unsigned long long)
+				 stats.copy_bytes, a->cpus);
 		}
 	} else {
 		memset(buf, 0, CELL_LEN);
@@ -199,7 +213,7 @@ static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_irecv(ctx, buf, CELL_LEN, 0, 0, COMM,
 				COOP_F_BLOCKING, &r));
 		usleep(500000 * t_time_scale());	/* "compute" */
-		*back = 1;
+		a->back = 1;
 		T_OK(coop_wait(&r, &st));
 		T_ASSERT(st.protocol == COOP_PROTOCOL_RGET, "took %d",
 			 st.protocol);
@@ -210,14 +224,38 @@ static int assist_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	return 0;
 }
 
+static void run_assist(int cpus)
+{
+	struct assist *a = shared_alloc(sizeof(*a));
+
+	a->back = 0;
+	a->cpus = cpus;
+	ck_assert_int_eq(run_ranks(2, env_cpu, assist_rank, a, 60, NULL), 0);
+	shared_free(a, sizeof(*a));
+}
+
 START_TEST(test_idle_sender_assists)
 {
-	int *back = shared_alloc(sizeof(int));
+	run_assist((int)sysconf(_SC_NPROCESSORS_ONLN));
+}
+END_TEST
 
-	*back = 0;
-	ck_assert_int_eq(run_ranks(2, env_cpu, assist_rank, back, 60, NULL),
-			 0);
-	shared_free(back, sizeof(int));
+/* Both ranks confined to one CPU before they start (as a cpuset or
+ * taskset does): the library counts the CPUs they may run on, not the
+ * node's, so the blocked sender does not assist. */
+START_TEST(test_confined_sender_waits)
+{
+	cpu_set_t set, one;
+	int cpu;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	for (cpu = 0; !CPU_ISSET(cpu, &set); cpu++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	run_assist(1);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
 }
 END_TEST
 
@@ -282,6 +320,14 @@ START_TEST(test_level_rule)
 	ck_assert_uint_eq(coop_load_level_share(5 * n, 0, n), n);	/* RGET */
 	ck_assert_uint_eq(coop_load_level_share(0, 5 * n, n), 0);	/* RPUT */
 	ck_assert_uint_eq(coop_load_level_share(7 * n, 7 * n, n), n / 2);
+	/* a collective's message, oversubscribed: the sender copies
+	 * unless the receiver is lighter by the whole message */
+	ck_assert(!coop_load_receiver_copies(0, 0, n));
+	ck_assert(!coop_load_receiver_copies(3 * n, 3 * n, n));
+	ck_assert(!coop_load_receiver_copies(n - 1, 0, n));
+	ck_assert(coop_load_receiver_copies(n, 0, n));
+	ck_assert(coop_load_receiver_copies(5 * n, 2 * n, n));
+	ck_assert(!coop_load_receiver_copies(0, n, n));
 }
 END_TEST
 
@@ -426,6 +472,7 @@ TCase *tc_select(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_table2, 0, NCELLS);
 	tcase_add_test(tc, test_idle_sender_assists);
+	tcase_add_test(tc, test_confined_sender_waits);
 	tcase_add_test(tc, test_out_of_work_slots);
 	tcase_add_test(tc, test_hybrid_stripes);
 	tcase_add_test(tc, test_level_rule);
