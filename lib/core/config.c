@@ -226,7 +226,7 @@ static const struct cfg_entry table[] = {
 	{ "COOP_SPIN", CFG_UINT, FIELD(spin), "20000", 0, 1u << 30, NULL, 0,
 	  "empty polls of a blocked call before it sleeps (about 0.3 ms by "
 	  "default; one in 256 yields the CPU to ranks that share it, every "
-	  "one when the node has more ranks than CPUs)" },
+	  "one when the ranks outnumber the CPUs they may run on)" },
 	{ "COOP_SLEEP_US", CFG_UINT, FIELD(sleep_us), "10000", 0, 10000, NULL,
 	  0,
 	  "longest sleep of a blocked call in microseconds (sleeps start at "
