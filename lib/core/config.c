@@ -197,6 +197,10 @@ static const struct cfg_entry table[] = {
 	  "neighborhood collectives: larger messages skip the bounce copy "
 	  "(single-copy rendezvous): every rank sends and receives at once, "
 	  "so copies per byte, not latency, decide" },
+	{ "COOP_NEIGHBOR_EAGER_SHARED", CFG_SIZE, FIELD(nbr_eager_shared),
+	  "32k", 256, GIB, NULL, 1,
+	  "COOP_NEIGHBOR_EAGER_MAX when the ranks outnumber the CPUs they "
+	  "may run on: a handshake's waits cost context switches there" },
 	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "16k", 0,
 	  MIB, NULL, 1,
 	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "

@@ -63,6 +63,7 @@ struct coop_config {
 	unsigned nbr_tree_lo;	/* COOP_NEIGHBOR_TREE_LO */
 	int nbr_order;		/* COOP_NEIGHBOR_ORDER: 1 colour, 0 list */
 	size_t nbr_eager_max;	/* COOP_NEIGHBOR_EAGER_MAX */
+	size_t nbr_eager_shared;	/* COOP_NEIGHBOR_EAGER_SHARED */
 	size_t nbr_slot_max;	/* COOP_NEIGHBOR_SLOT_MAX */
 	int nbr_rtr_tree;	/* COOP_NEIGHBOR_RTR: 1 tree, 0 direct */
 	unsigned nbr_rtr_arity;	/* COOP_NEIGHBOR_RTR_ARITY */

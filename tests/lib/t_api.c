@@ -55,6 +55,7 @@ static const char *const bad_env[][2] = {
 	  "a-device-name-longer-than-the-sixty-three-characters-it-may-have" },
 	{ "COOP_NEIGHBOR_EAGER_MAX", "100" },
 	{ "COOP_NEIGHBOR_EAGER_MAX", "8q" },
+	{ "COOP_NEIGHBOR_EAGER_SHARED", "255" },
 	{ "COOP_NEIGHBOR_SLOT_MAX", "2m" },
 	{ "COOP_NEIGHBOR_RTR", "ring" },
 	{ "COOP_NEIGHBOR_RTR_ARITY", "0" },

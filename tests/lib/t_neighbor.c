@@ -1137,23 +1137,29 @@ static void ring_received(struct rk *k, size_t bytes, coop_stats_t *got)
 		got->received[p] -= before.received[p];
 }
 
+/* COOP_NEIGHBOR_EAGER_MAX, COOP_NEIGHBOR_EAGER_SHARED */
+struct eager_limits {
+	size_t own_cpus, shared_cpus;
+};
+
 static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 			    void *arg)
 {
 	const struct gspec ring = { .kind = G_RING, .n = size };
-	const size_t *eager_max = arg;
+	const struct eager_limits *lim = arg;
 	uint64_t msgs, idle_cpus;
+	size_t bytes, eager_max;
 	coop_stats_t st;
 	struct rk k;
-	size_t bytes;
 
 	rk_init(&k, ctx, rank, &ring);
 	T_OK(topo_make(&k, COMM_BASE, 0));
 	msgs = (uint64_t)k.g.indeg[rank];
 	idle_cpus = sysconf(_SC_NPROCESSORS_ONLN) >= size;
+	eager_max = idle_cpus ? lim->own_cpus : lim->shared_cpus;
 	for (bytes = 4096; bytes <= 65536; bytes *= 4) {
 		ring_received(&k, bytes, &st);
-		if (bytes <= *eager_max) {
+		if (bytes <= eager_max) {
 			T_ASSERT(st.received[COOP_PROTOCOL_EAGER] == msgs,
 				 "%zu B: %llu of %llu eager", bytes,
 				 (unsigned long long)
@@ -1179,18 +1185,21 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 }
 
 /* Ring alltoalls of 4, 16, 64 KiB on 2 and 4 ranks: up to
- * COOP_NEIGHBOR_EAGER_MAX (default 8 KiB; and 32 KiB) eagerly, beyond it
- * by one copy of one side (RGET when every rank has a CPU), never
- * through bounce buffers or split between two copiers - whatever
- * COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say. */
+ * COOP_NEIGHBOR_EAGER_MAX (default 8 KiB; and 32 KiB) eagerly, or
+ * COOP_NEIGHBOR_EAGER_SHARED (default 32 KiB; and 4 KiB) with more ranks
+ * than CPUs, beyond it by one copy of one side (RGET when every rank has
+ * a CPU), never through bounce buffers or split between two copiers -
+ * whatever COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say. */
 START_TEST(test_single_copy)
 {
-	static const char *const env32[] = { "COOP_NEIGHBOR_EAGER_MAX=32k",
-					     NULL };
-	static const size_t limit[] = { 8192, 32768 };
+	static const char *const env[] = { "COOP_NEIGHBOR_EAGER_MAX=32k",
+					   "COOP_NEIGHBOR_EAGER_SHARED=4k",
+					   NULL };
+	static const struct eager_limits limit[] = { { 8192, 32768 },
+						     { 32768, 4096 } };
 	int ranks = _i & 1 ? 4 : 2, e = _i >> 1;
 
-	ck_assert_int_eq(run_ranks(ranks, e ? env32 : NULL, single_copy_rank,
+	ck_assert_int_eq(run_ranks(ranks, e ? env : NULL, single_copy_rank,
 				   (void *)&limit[e], 60, NULL), 0);
 }
 END_TEST
