@@ -2,8 +2,8 @@
 /* shmseg.c - see shmseg.h. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <glob.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -48,11 +48,11 @@
  * neighbourhood exchanges of 64 KiB-1 MiB, 2 ranks on 2 CPUs: COOP-p2p
  * and COOP-load 1.1-1.4x the time of RGET).  Oversubscribed, the sender
  * copies (RPUT) unless the receiver's load is a whole message below its
- * own: stencils and random graphs ran best with RPUT alone (4 ranks on
- * 2 CPUs, 1 MiB: 0.66-0.9x the time of COOP-load's choice, which split
- * them between both ends on loads that differed by noise), and the load
+ * own: stencils and random graphs ran best so (4 and 8 ranks on 2 CPUs,
+ * 1 MiB: 0.76-0.96x the time of COOP-load's choice, which split them
+ * between both ends on loads that differed by noise), and the load
  * exception keeps a hot spot's copies off its centre (8 ranks, 1 MiB:
- * RGET alone 1.28x the time).
+ * RGET alone 1.28x the time; this rule within noise of COOP-load).
  * The loads and why they carry a history: core/load.c.
  */
 #include "proto.h"
