@@ -109,6 +109,22 @@ int t_time_scale(void)
 	return vm && !strcmp(vm, "1") ? 3 : 1;
 }
 
+int t_pin_first_cpu(cpu_set_t *was)
+{
+	cpu_set_t set, one;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
+		;
+	if (was)
+		*was = set;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof(one), &one);
+}
+
 static double now_s(void)
 {
 	struct timespec ts;

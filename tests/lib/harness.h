@@ -7,6 +7,7 @@
 #ifndef TEST_HARNESS_H
 #define TEST_HARNESS_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,10 @@ int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
  * missing overlap; nothing is skipped.
  */
 int t_time_scale(void);
+
+/* Pin the calling process to the first CPU it may run on; was (may be
+ * NULL) gets the CPUs it might run on before.  0, or -1 with errno. */
+int t_pin_first_cpu(cpu_set_t *was);
 
 /* Shared memory visible to all ranks of the next run_ranks (MAP_SHARED). */
 void *shared_alloc(size_t bytes);

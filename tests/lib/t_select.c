@@ -11,7 +11,6 @@
  *     to a rank while it is copying a large message, before it ends.
  */
 #include <check.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,15 +244,9 @@ END_TEST
  * node's, so the blocked sender does not assist. */
 START_TEST(test_confined_sender_waits)
 {
-	cpu_set_t set, one;
-	int cpu;
+	cpu_set_t set;
 
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
-	for (cpu = 0; !CPU_ISSET(cpu, &set); cpu++)
-		;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	ck_assert_int_eq(t_pin_first_cpu(&set), 0);
 	run_assist(1);
 	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
 }

@@ -7,7 +7,6 @@
  * sharing one CPU exchange a ring of messages in reasonable time.
  */
 #include <check.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -162,20 +161,6 @@ START_TEST(test_doorbell_wakes)
 }
 END_TEST
 
-/* Pin this process to the first CPU it may run on. */
-static void pin_first_cpu(void)
-{
-	cpu_set_t set, one;
-	int cpu;
-
-	T_ASSERT(!sched_getaffinity(0, sizeof(set), &set), "getaffinity");
-	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
-		;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	T_ASSERT(!sched_setaffinity(0, sizeof(one), &one), "setaffinity");
-}
-
 /* One round: a big and a small message to the right, from the left. */
 static void ring_round(coop_context_t *ctx, int rank, int size, int round,
 		       const char *out, char *in)
@@ -204,7 +189,7 @@ static int oversub_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	int i;
 
 	(void)arg;
-	pin_first_cpu();
+	T_ASSERT(!t_pin_first_cpu(NULL), "pin to one CPU");
 	t_fill(out, RING_BIG, (uint32_t)rank);
 	t_barrier(ctx, rank, size);
 	t = clock_s(CLOCK_MONOTONIC);
