@@ -113,20 +113,31 @@ void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 
 /* ---------------- RTR ---------------- */
 
+/* The lesser of least and what node c (if any) published.  One load:
+ * COOP_MIN would read the word twice, and a count that grew between the
+ * two reads passed for the minimum - a sender then wrote over a buffer
+ * a receiver had not taken (found by the static test under TSan). */
+static uint64_t with_ready(const struct nbr_plan *p, uint64_t least,
+			   uint32_t c)
+{
+	uint64_t ready;
+
+	if (c == UINT32_MAX)
+		return least;
+	ready = LOAD_ACQ(&slot_of(p, c)->ready);
+	return ready < least ? ready : least;
+}
+
 /* Receiver of x: publish its subtree's least consumed count (the tree's
  * nodes are groups: their leaders). */
 static void tree_publish(const struct nbr_plan *p, uint32_t x)
 {
-	struct slot_hdr *h = slot_of(p, x);
 	uint64_t least = group_of(p, x)->taking;
-	uint32_t k, c;
+	uint32_t k;
 
-	for (k = 0; k < p->slots->arity; k++) {
-		c = coop_nbr_tree_child(p, x, k);
-		if (c != UINT32_MAX)
-			least = COOP_MIN(least, LOAD_ACQ(&slot_of(p, c)->ready));
-	}
-	store_max(&h->ready, least);
+	for (k = 0; k < p->slots->arity; k++)
+		least = with_ready(p, least, coop_nbr_tree_child(p, x, k));
+	store_max(&slot_of(p, x)->ready, least);
 }
 
 /* Did the receiver consume up to call - SLOT_BUFS, given its count? */
@@ -166,16 +177,13 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 {
 	struct nbr_slots *s = p->slots;
 	uint64_t least = UINT64_MAX;
-	uint32_t k, c;
+	uint32_t k;
 
 	if (frees(s->tree_seen, call))
 		return 1;
-	for (k = 0; k < s->arity; k++) {
-		c = coop_nbr_tree_top(p, t->ctx->rank, k);
-		if (c != UINT32_MAX)
-			least = COOP_MIN(least,
-					 LOAD_ACQ(&slot_of(p, c)->ready));
-	}
+	for (k = 0; k < s->arity; k++)
+		least = with_ready(p, least,
+				   coop_nbr_tree_top(p, t->ctx->rank, k));
 	s->tree_seen = least;
 	return frees(least, call);
 }

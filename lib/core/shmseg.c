@@ -67,12 +67,13 @@ static void seg_layout(struct coop_seg_hdr *h, uint32_t nbounce,
 /* h->cpus: our affinity, or every online CPU if we cannot read it */
 static void seg_affinity(struct coop_seg_hdr *h)
 {
-	long cpu, n = COOP_SEG_CPU_WORDS * 64;
+	long cpu, n = COOP_SEG_CPU_WORDS * 64, online;
 	cpu_set_t set;
 
 	if (sched_getaffinity(0, sizeof(set), &set)) {
 		CPU_ZERO(&set);
-		n = COOP_MIN(n, sysconf(_SC_NPROCESSORS_ONLN));
+		online = sysconf(_SC_NPROCESSORS_ONLN);
+		n = COOP_MIN(n, online);
 		for (cpu = 0; cpu < n; cpu++)
 			CPU_SET(cpu, &set);
 	}

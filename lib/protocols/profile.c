@@ -342,12 +342,15 @@ static void calibrate(struct coop_context *ctx, struct coop_profile *pf)
 	for (i = 0; i < 3; i++) {
 		t = coop_now_ns();
 		memcpy(a + CALIB_BYTES, a, CALIB_BYTES);
-		mem = COOP_MIN(mem, coop_now_ns() - t);
+		t = coop_now_ns() - t;
+		mem = COOP_MIN(mem, t);
 		t = coop_now_ns();
 		if (reg && ctx->prov.ops->copy(&ctx->prov, ctx->rank, &key, 0,
 					       &iov, 1, CALIB_BYTES,
-					       COOP_COPY_TO_PEER) >= 0)
-			cma = COOP_MIN(cma, coop_now_ns() - t);
+					       COOP_COPY_TO_PEER) >= 0) {
+			t = coop_now_ns() - t;
+			cma = COOP_MIN(cma, t);
+		}
 	}
 	if (reg)
 		ctx->prov.ops->dereg(&ctx->prov, &key);

@@ -99,7 +99,8 @@ static double measure_ratio(struct coop_context *ctx)
 		return 0;
 	}
 	for (i = 0; i < CALIB_ROUNDS; i++) {
-		cpu = COOP_MIN(cpu, time_cpu_copy(ctx, buf, len, &key));
+		t = time_cpu_copy(ctx, buf, len, &key);
+		cpu = COOP_MIN(cpu, t);
 		t = coop_dma_time_put(ctx, buf, len, &key);
 		if (!t || t == UINT64_MAX)
 			break;

@@ -11,6 +11,8 @@
 #define COOP_CACHELINE 64
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+/* They evaluate an argument twice: pass no call and no load of a word
+ * another process or thread changes (coll/canary.c, with_ready()). */
 #define COOP_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define COOP_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define container_of(p, type, member) \
