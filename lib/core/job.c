@@ -157,8 +157,12 @@ static uint64_t claim_range(struct coop_job *j, int side, uint64_t *n)
 {
 	struct coop_work_slot *w = j->shared;
 	uint64_t *cursor = side ? &w->snext : &w->next;
-	/* the slot is shared memory: never past our own length */
-	uint64_t end = COOP_MIN(side ? w->len : w->split, j->len), off;
+	/* the slot is shared memory: never past our own length (read once:
+	 * COOP_MIN would read it again after comparing) */
+	uint64_t end = __atomic_load_n(side ? &w->len : &w->split,
+				       __ATOMIC_RELAXED), off;
+
+	end = COOP_MIN(end, j->len);
 
 	/* a finished range's cursor is not pushed further on every poll */
 	if (__atomic_load_n(cursor, __ATOMIC_RELAXED) >= end)
