@@ -44,7 +44,6 @@ struct slot_hdr {
 	uint64_t pad0[6];
 	uint64_t flag[SLOT_BUFS];	/* sender, per buffer: call + 1, or
 					 * with FLAG_LOST */
-	uint64_t pad1[8 - SLOT_BUFS];
 };
 _Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
 

@@ -147,9 +147,11 @@ struct slot_group {
 	uint32_t took;
 	uint64_t taking;
 };
-/* Buffers of a slot, taken by the calls in turn: a sender may run this
- * many calls ahead of its receiver (at most 8: the collision bits). */
-#define SLOT_BUFS 4u
+/* Buffers of a slot, taken by the calls in turn: a sender may run
+ * SLOT_BUFS - 1 calls ahead of its receiver (at most 8: the collision
+ * bits and the header's flag line).  8 rather than 4: a one-way stream
+ * of 8 B calls took 0.074 instead of 0.101 us per call (2 ranks). */
+#define SLOT_BUFS 8u
 struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
 	unsigned char **base;	/* [nxf] the slot, where its window is

