@@ -6,9 +6,12 @@
  * when it delivers one, else into scratch), a send vertex per transfer
  * from us (from the user's block, a block we received, or a pack of
  * several), a pack vertex where a transfer carries several blocks.  A
- * send depends on the receive that brought its data, and with
- * COOP_NEIGHBOR_ORDER=color on the previous send in colour order (a
- * round starts when our message of the last one is delivered).
+ * send depends on the receive that brought its data; sends start in
+ * colour order, and with COOP_NEIGHBOR_ORDER=color each also waits for
+ * the previous one (a round starts when our message of the last one is
+ * delivered).  Not by default: in shared memory a receiver copies its
+ * messages one after the other anyway, and a round that waits for its
+ * slowest receiver only leaves CPUs idle.
  */
 #include <stdlib.h>
 #include <string.h>

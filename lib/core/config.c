@@ -173,12 +173,13 @@ static const struct cfg_entry table[] = {
 	  4 * KIB, 64 * GIB, NULL, 0,
 	  "COOP_RNDV=postcopy: each rank's staging area for the messages it "
 	  "receives, split evenly among the ranks that send to it" },
-	{ "COOP_NEIGHBOR_ORDER", CFG_ENUM, FIELD(nbr_order), "color", 0, 0,
+	{ "COOP_NEIGHBOR_ORDER", CFG_ENUM, FIELD(nbr_order), "list", 0, 0,
 	  order_words, 1,
-	  "neighborhood collectives: the order of a rank's sends; color: "
-	  "in the rounds of the graph's Welsh-Powell colouring, each after "
-	  "the previous one completed (no receiver is a hot spot); list: "
-	  "all at once in the order of its destinations" },
+	  "neighborhood collectives: how a rank's sends start; list: all at "
+	  "once, in the order of the graph's Welsh-Powell colouring; color: "
+	  "in its rounds, each after the previous one completed (the "
+	  "paper's: no receiver is a hot spot, but a round waits for its "
+	  "slowest receiver)" },
 	{ "COOP_NEIGHBOR_TREE_MAX", CFG_SIZE, FIELD(nbr_tree_max), "256", 0,
 	  MIB, NULL, 1,
 	  "neighborhood collectives of a COOP_TOPO_EXACT_BYTES topology "

@@ -61,7 +61,7 @@ struct coop_config {
 	size_t nbr_tree_max;	/* COOP_NEIGHBOR_TREE_MAX */
 	unsigned nbr_tree_t;	/* COOP_NEIGHBOR_TREE_T */
 	unsigned nbr_tree_lo;	/* COOP_NEIGHBOR_TREE_LO */
-	int nbr_order;		/* COOP_NEIGHBOR_ORDER: 1 colour, 0 list */
+	int nbr_order;		/* COOP_NEIGHBOR_ORDER: 1 colour rounds, 0 list */
 	size_t nbr_eager_max;	/* COOP_NEIGHBOR_EAGER_MAX */
 	size_t nbr_eager_shared;	/* COOP_NEIGHBOR_EAGER_SHARED */
 	size_t nbr_slot_max;	/* COOP_NEIGHBOR_SLOT_MAX */

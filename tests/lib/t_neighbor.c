@@ -585,10 +585,11 @@ static void run_data(const struct data_case *dc, const char *const *env)
 }
 
 static const double er_p[] = { 0.3, 0.7, 1.0, 0.7 };
-static const char *const env_list[] = { "COOP_NEIGHBOR_ORDER=list", NULL };
+static const char *const env_color[] = { "COOP_NEIGHBOR_ORDER=color",
+					  NULL };
 
 /* A(4, p) for p 0.3, 0.7, 1 (1 MiB too), and 0.7 again with the sends
- * all posted at once (COOP_NEIGHBOR_ORDER=list). */
+ * in colour rounds, each after the last (COOP_NEIGHBOR_ORDER=color). */
 START_TEST(test_er)
 {
 	struct data_case dc = { .g = { .kind = G_ER, .n = 4, .p = er_p[_i],
@@ -597,9 +598,9 @@ START_TEST(test_er)
 	char name[64];
 
 	snprintf(name, sizeof(name), "A(4, %.1f) seed %u%s", er_p[_i],
-		 dc.g.seed, _i == 3 ? ", order list" : "");
+		 dc.g.seed, _i == 3 ? ", order color" : "");
 	dc.g.name = name;
-	run_data(&dc, _i == 3 ? env_list : NULL);
+	run_data(&dc, _i == 3 ? env_color : NULL);
 }
 END_TEST
 
