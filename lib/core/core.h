@@ -572,8 +572,10 @@ COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
 COOP_HIDDEN uint64_t coop_load_level_share(uint64_t ls, uint64_t lr,
 					   uint64_t n);
 /* One copier of n bytes on a node with more ranks than CPUs: does the
- * receiver take it (its load a whole message below the sender's)? */
-COOP_HIDDEN int coop_load_receiver_copies(uint64_t ls, uint64_t lr,
+ * sender take it (the receiver's load more than COOP_LOAD_HANDOFF_MSGS
+ * messages above its own)? */
+#define COOP_LOAD_HANDOFF_MSGS 2
+COOP_HIDDEN int coop_load_sender_copies(uint64_t ls, uint64_t lr,
 					  uint64_t n);
 /* Are the node's offload engines busy (COOP_OFFLOAD_BUSY)? */
 COOP_HIDDEN int coop_load_offload_busy(const struct coop_context *ctx);

@@ -46,13 +46,16 @@
  * every rank receives its own at the same time, and a second copier or a
  * choice by load only added handshakes and uneven shares (measured on
  * neighbourhood exchanges of 64 KiB-1 MiB, 2 ranks on 2 CPUs: COOP-p2p
- * and COOP-load 1.1-1.4x the time of RGET).  Oversubscribed, the sender
- * copies (RPUT) unless the receiver's load is a whole message below its
- * own: stencils and random graphs ran best so (4 and 8 ranks on 2 CPUs,
- * 1 MiB: 0.76-0.96x the time of COOP-load's choice, which split them
- * between both ends on loads that differed by noise), and the load
- * exception keeps a hot spot's copies off its centre (8 ranks, 1 MiB:
- * RGET alone 1.28x the time; this rule within noise of COOP-load).
+ * and COOP-load 1.1-1.4x the time of RGET).  Oversubscribed, too, the
+ * receiver copies (RGET: one handshake fewer than RPUT, so one context
+ * switch fewer per message) unless its load is more than
+ * COOP_LOAD_HANDOFF_MSGS messages above the sender's: that keeps a hot
+ * spot's copies off its centre (8 ranks, 1 MiB: RGET alone 1.23x the
+ * time), while ranks whose loads differ by noise (a stencil's) keep one
+ * protocol.  4 and 8 ranks on 2 CPUs, 64 KiB-1 MiB, stencils, random
+ * graphs, hot spot: 0.75-1.04x the time of the rule it replaced (RPUT
+ * unless the receiver was a message lighter; 64 KiB hot spot, 4 ranks:
+ * 37.9 -> 28.0 us).
  * The loads and why they carry a history: core/load.c.
  */
 #include "proto.h"
@@ -144,9 +147,9 @@ static enum coop_proto single_copy(struct coop_context *ctx, int src,
 	if (ctx->undersubscribed)
 		return PROTO_RGET;
 	now = coop_now_ns();
-	return coop_load_receiver_copies(coop_load_score(ctx, src, now),
-					 coop_load_score(ctx, ctx->rank, now),
-					 n) ? PROTO_RGET : PROTO_RPUT;
+	return coop_load_sender_copies(coop_load_score(ctx, src, now),
+				       coop_load_score(ctx, ctx->rank, now),
+				       n) ? PROTO_RPUT : PROTO_RGET;
 }
 
 enum coop_proto coop_select(struct coop_request *r,
