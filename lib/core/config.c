@@ -199,7 +199,7 @@ static const struct cfg_entry table[] = {
 	  "(single-copy rendezvous): every rank sends and receives at once, "
 	  "so copies per byte, not latency, decide" },
 	{ "COOP_NEIGHBOR_EAGER_SHARED", CFG_SIZE, FIELD(nbr_eager_shared),
-	  "32k", 256, GIB, NULL, 1,
+	  "16k", 256, GIB, NULL, 1,
 	  "COOP_NEIGHBOR_EAGER_MAX when the ranks outnumber the CPUs they "
 	  "may run on: a handshake's waits cost context switches there" },
 	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "16k", 0,

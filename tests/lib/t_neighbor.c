@@ -1190,7 +1190,7 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 
 /* Ring alltoalls of 4, 16, 64 KiB on 2 and 4 ranks: up to
  * COOP_NEIGHBOR_EAGER_MAX (default 8 KiB; and 32 KiB) eagerly, or
- * COOP_NEIGHBOR_EAGER_SHARED (default 32 KiB; and 4 KiB) with more ranks
+ * COOP_NEIGHBOR_EAGER_SHARED (default 16 KiB; and 4 KiB) with more ranks
  * than CPUs, beyond it by one copy of one side (RGET when every rank has
  * a CPU), never through bounce buffers or split between two copiers -
  * whatever COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say. */
@@ -1199,7 +1199,7 @@ START_TEST(test_single_copy)
 	static const char *const env[] = { "COOP_NEIGHBOR_EAGER_MAX=32k",
 					   "COOP_NEIGHBOR_EAGER_SHARED=4k",
 					   NULL };
-	static const struct eager_limits limit[] = { { 8192, 32768 },
+	static const struct eager_limits limit[] = { { 8192, 16384 },
 						     { 32768, 4096 } };
 	int ranks = _i & 1 ? 4 : 2, e = _i >> 1;
 
