@@ -178,7 +178,8 @@ int coop_nbr_balance(const struct coop_graph *g, enum coop_nbr_op op,
 	uint32_t x, *moved, rounds;
 	long n, total = 0;
 
-	if (block > cfg->nbr_tree_max || !g->nedges)
+	if (block > (g->shared_cpus ? cfg->nbr_tree_shared :
+		     cfg->nbr_tree_max) || !g->nedges)
 		return 0;
 	s.sends = calloc((size_t)g->n, sizeof(*s.sends));
 	moved = malloc(((size_t)b->nxf + (size_t)g->n * 4u + 1) *

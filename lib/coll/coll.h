@@ -47,6 +47,7 @@ struct coop_graph {
 				 * sources (k-th o->d edge: k-th o there) */
 	uint32_t *in_deg;	/* [n] */
 	uint32_t nedges;
+	int shared_cpus;	/* a rank counted more ranks than CPUs */
 };
 
 struct nbr_plan;

@@ -6,8 +6,10 @@
  * each op's plan.
  *
  * A rank's description on the wire (uint64_t words): hints, indegree,
- * outdegree, weighted, then destinations, their weights (if weighted),
- * sources, their weights (if weighted).
+ * outdegree, weighted, whether it shares CPUs (more ranks than CPUs:
+ * plans depend on it, so every rank must go by the same answer), then
+ * destinations, their weights (if weighted), sources, their weights (if
+ * weighted).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +21,12 @@
 #define TAG_DESC	(COOP_TAG_UB - 2)
 #define TAG_GRAPH_LEN	(COOP_TAG_UB - 3)
 #define TAG_GRAPH	(COOP_TAG_UB - 4)
-#define HDR		4u
+#define HDR		5u
 #define KNOWN_HINTS	(COOP_TOPO_STRICT | COOP_TOPO_EXACT_BYTES | \
 			 COOP_TOPO_STATIC_BUFFERS)
 
 struct desc {			/* a rank's lists, pointing into words */
-	uint64_t hints, indeg, outdeg, weighted;
+	uint64_t hints, indeg, outdeg, weighted, shared_cpus;
 	const uint64_t *dst, *dw, *src, *sw;
 };
 
@@ -60,9 +62,10 @@ static int check_args(const struct coop_context *ctx, uint32_t comm,
 	return rc ? rc : check_list(ctx, outdeg, dst, dw, exact);
 }
 
-static uint64_t *pack_desc(int indeg, const int *src, const uint64_t *sw,
-			   int outdeg, const int *dst, const uint64_t *dw,
-			   unsigned hints, size_t *nwords)
+static uint64_t *pack_desc(const struct coop_context *ctx, int indeg,
+			   const int *src, const uint64_t *sw, int outdeg,
+			   const int *dst, const uint64_t *dw, unsigned hints,
+			   size_t *nwords)
 {
 	int weighted = (sw || !indeg) && (dw || !outdeg) && (sw || dw);
 	size_t n = HDR + (size_t)(indeg + outdeg) * (weighted ? 2u : 1u);
@@ -75,6 +78,7 @@ static uint64_t *pack_desc(int indeg, const int *src, const uint64_t *sw,
 	w[1] = (uint64_t)indeg;
 	w[2] = (uint64_t)outdeg;
 	w[3] = (uint64_t)weighted;
+	w[4] = !ctx->undersubscribed;
 	p = w + HDR;
 	for (i = 0; i < outdeg; i++)
 		*p++ = (uint64_t)dst[i];
@@ -94,12 +98,13 @@ static size_t parse_desc(const uint64_t *w, size_t nwords, struct desc *d)
 	size_t len;
 
 	if (nwords < HDR || w[1] > (uint64_t)INT32_MAX ||
-	    w[2] > (uint64_t)INT32_MAX || w[3] > 1)
+	    w[2] > (uint64_t)INT32_MAX || w[3] > 1 || w[4] > 1)
 		return 0;
 	d->hints = w[0];
 	d->indeg = w[1];
 	d->outdeg = w[2];
 	d->weighted = w[3];
+	d->shared_cpus = w[4];
 	len = HDR + (size_t)(d->indeg + d->outdeg) * (d->weighted ? 2u : 1u);
 	if (len > nwords)
 		return 0;
@@ -217,6 +222,8 @@ static int graph_build(struct coop_graph *g, const struct desc *ds, int n)
 	}
 	if (graph_alloc(g, n, e, w))
 		return COOP_ERR_NOMEM;
+	for (o = 0; o < n; o++)
+		g->shared_cpus |= !!ds[o].shared_cpus;
 	for (e = 0, o = 0; o < n; o++) {
 		g->out_off[o] = e;
 		for (j = 0; j < ds[o].outdeg; j++, e++) {
@@ -456,7 +463,7 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 	if (rc)
 		return rc;
 	t = calloc(1, sizeof(*t));
-	mine = pack_desc(indeg, src, sw, outdeg, dst, dw, hints, &nmine);
+	mine = pack_desc(ctx, indeg, src, sw, outdeg, dst, dw, hints, &nmine);
 	rc = t && mine ? exchange(ctx, (uint16_t)comm, mine, nmine, &t->g) :
 			 COOP_ERR_NOMEM;
 	free(mine);

@@ -185,6 +185,11 @@ static const struct cfg_entry table[] = {
 	  "neighborhood collectives of a COOP_TOPO_EXACT_BYTES topology "
 	  "with blocks of at most this: tree balancing (busy senders hand "
 	  "messages to idle ranks that forward them); 0: never" },
+	{ "COOP_NEIGHBOR_TREE_SHARED", CFG_SIZE, FIELD(nbr_tree_shared), "0",
+	  0, MIB, NULL, 1,
+	  "COOP_NEIGHBOR_TREE_MAX when a rank of the topology counts more "
+	  "ranks than CPUs: a forward is one more rank to be scheduled "
+	  "before the message arrives (0: no balancing there)" },
 	{ "COOP_NEIGHBOR_TREE_T", CFG_UINT, FIELD(nbr_tree_t), "2", 0, 1024,
 	  NULL, 1,
 	  "tree balancing: stop when the busiest and the idlest rank's "

@@ -59,6 +59,7 @@ struct coop_config {
 	size_t precopy_bytes;	/* COOP_PRECOPY_BYTES */
 	size_t postcopy_bytes;	/* COOP_POSTCOPY_BYTES */
 	size_t nbr_tree_max;	/* COOP_NEIGHBOR_TREE_MAX */
+	size_t nbr_tree_shared;	/* COOP_NEIGHBOR_TREE_SHARED */
 	unsigned nbr_tree_t;	/* COOP_NEIGHBOR_TREE_T */
 	unsigned nbr_tree_lo;	/* COOP_NEIGHBOR_TREE_LO */
 	int nbr_order;		/* COOP_NEIGHBOR_ORDER: 1 colour rounds, 0 list */

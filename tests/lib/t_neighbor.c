@@ -787,9 +787,10 @@ static void run_exact(struct exact_case *ec, const char *const *env)
 }
 
 /* 8 ranks on few CPUs: waiters yield early; balancing of blocks up to
- * 256 B whatever the environment says */
+ * 256 B whatever the environment and the CPUs say */
 static const char *const env_8[] = { "COOP_SPIN=100",
-				     "COOP_NEIGHBOR_TREE_MAX=256", NULL };
+				     "COOP_NEIGHBOR_TREE_MAX=256",
+				     "COOP_NEIGHBOR_TREE_SHARED=256", NULL };
 
 /* 8 ranks, rank 0 sends to all others (they send back, or nothing):
  * alltoall's tree balancing moves messages off rank 0, whose blocks
@@ -814,6 +815,46 @@ START_TEST(test_exact_hotspot)
 	ck_assert_int_gt(ec.info[0].moved[a2a], 0);
 	ck_assert_int_lt(ec.info[0].sends[a2a], outdeg);
 	ck_assert_int_gt(fw, 0);
+	shared_free(ec.info, MAXR * sizeof(*ec.info));
+}
+END_TEST
+
+/* The ranks on one CPU, default TREE_SHARED (0) */
+static const char *const env_one_cpu[] = { "COOP_SPIN=100",
+					   "COOP_NEIGHBOR_TREE_MAX=256",
+					   NULL };
+
+/* The same hot spot (both ways, 8 B) with its 8 ranks on one CPU: by
+ * default nothing is balanced there (each forward would be one more
+ * rank to schedule before its message arrives) - rank 0 sends all its
+ * blocks itself, nobody forwards; with COOP_NEIGHBOR_TREE_SHARED=256
+ * the tree balancing is back.  Data right in every op and mode. */
+START_TEST(test_exact_hotspot_shared)
+{
+	struct exact_case ec = { .g = { .kind = G_HOT, .n = 8, .back = 1 },
+				 .wmode = W_UNIFORM, .bytes = 8 };
+	int r, op, fw = 0, outdeg = ec.g.n - 1, a2a = COOP_NBR_ALLTOALL;
+	cpu_set_t set;
+
+	ck_assert_int_eq(t_pin_first_cpu(&set), 0);
+	run_exact(&ec, _i ? env_8 : env_one_cpu);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+	for (r = 0; r < ec.g.n; r++)
+		fw += ec.info[r].forwards[a2a];
+	fprintf(stderr, "neighbor: hot spot on one CPU%s: moved %d/%d, "
+		"rank 0 sends %d, forwards %d\n", _i ? ", TREE_SHARED" : "",
+		ec.info[0].moved[0], ec.info[0].moved[1],
+		ec.info[0].sends[a2a], fw);
+	if (_i) {
+		ck_assert_int_gt(ec.info[0].moved[a2a], 0);
+		ck_assert_int_lt(ec.info[0].sends[a2a], outdeg);
+		ck_assert_int_gt(fw, 0);
+	} else {
+		for (op = 0; op < 2; op++)
+			ck_assert_int_eq(ec.info[0].moved[op], 0);
+		ck_assert_int_eq(ec.info[0].sends[a2a], outdeg);
+		ck_assert_int_eq(fw, 0);
+	}
 	shared_free(ec.info, MAXR * sizeof(*ec.info));
 }
 END_TEST
@@ -1320,6 +1361,12 @@ static const char *const env_tree2[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
 					 "COOP_NEIGHBOR_RTR=tree",
 					 "COOP_NEIGHBOR_RTR_ARITY=2",
 					 "COOP_SPIN=100", NULL };
+/* ... balanced even when the ranks share CPUs (forwards through slots) */
+static const char *const env_tree2_bal[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
+					     "COOP_NEIGHBOR_RTR=tree",
+					     "COOP_NEIGHBOR_RTR_ARITY=2",
+					     "COOP_NEIGHBOR_TREE_SHARED=256",
+					     "COOP_SPIN=100", NULL };
 static const char *const env_chain[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
 					 "COOP_NEIGHBOR_RTR=tree",
 					 "COOP_NEIGHBOR_RTR_ARITY=1",
@@ -1341,7 +1388,7 @@ static const struct static_case static_cases[] = {
 	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0, "stencil 2x2x1x1" }, ST,
 	  W_NONE, 0, env_chain, 0 },
 	{ { G_HOT, 8, 0, 0, 0, { 0 }, 1, "hot spot 8" }, EX, W_UNIFORM, 8,
-	  env_tree2, -1 },
+	  env_tree2_bal, -1 },
 	{ { G_ER, 4, 0.7, 13, 0, { 0 }, 0, "A(4, 0.7) weights" }, EX,
 	  W_EDGE, 100, env_direct, 0 },
 	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2" }, ST,
@@ -1574,6 +1621,7 @@ TCase *tc_neighbor(void)
 	tcase_add_loop_test(tc, test_stencil, 0, 2);
 	tcase_add_test(tc, test_outstanding);
 	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
+	tcase_add_loop_test(tc, test_exact_hotspot_shared, 0, 2);
 	tcase_add_loop_test(tc, test_exact_er, 0, 3);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_peer_death);
