@@ -219,11 +219,10 @@ static int graph_build(struct coop_graph *g, const struct desc *ds, int n)
 			if (ds[o].src[j] >= (uint64_t)n)
 				return COOP_ERR_CONFIG;
 		e += (uint32_t)ds[o].outdeg;
+		g->shared_cpus |= !!ds[o].shared_cpus;
 	}
 	if (graph_alloc(g, n, e, w))
 		return COOP_ERR_NOMEM;
-	for (o = 0; o < n; o++)
-		g->shared_cpus |= !!ds[o].shared_cpus;
 	for (e = 0, o = 0; o < n; o++) {
 		g->out_off[o] = e;
 		for (j = 0; j < ds[o].outdeg; j++, e++) {

@@ -79,7 +79,7 @@ uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n)
 
 int coop_load_sender_copies(uint64_t ls, uint64_t lr, uint64_t n)
 {
-	return lr > ls && (lr - ls) / COOP_LOAD_HANDOFF_MSGS > n;
+	return lr > ls && (lr - ls - 1) / COOP_LOAD_HANDOFF_MSGS >= n;
 }
 
 uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)

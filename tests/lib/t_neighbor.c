@@ -636,7 +636,7 @@ static void run_together(struct rk *const *ks, const int *ops, int n,
 	struct call c[MAX_TOGETHER];
 	int i, rc;
 
-	ck_assert_int_le(n, MAX_TOGETHER);
+	T_ASSERT(n <= MAX_TOGETHER, "%d calls together", n);
 	for (i = 0; i < n; i++) {
 		call_setup(&c[i], ks[i], ops[i], bytes);
 		call_fill(&c[i], ks[i]);
@@ -1308,18 +1308,20 @@ static void static_wrong_size(struct rk *k, int op, size_t bytes)
 }
 
 /* On a fresh topology per (size, v or not): the ops of that kind in
- * every mode, ten alltoalls outstanding at once (more than a slot has
- * buffers), a wrong size. */
+ * every mode, MAX_TOGETHER (10) alltoalls outstanding at once (more than
+ * a slot has buffers), a wrong size. */
 static void static_group(struct rk *k, const struct static_case *sc,
 			 size_t bytes, int v)
 {
 	const int ops[2][2] = { { OP_AG, OP_A2A }, { OP_AGV, OP_A2AV } };
-	const int ten[] = { ops[v][1], ops[v][1], ops[v][1], ops[v][1],
-			    ops[v][1], ops[v][1], ops[v][1], ops[v][1],
-			    ops[v][1], ops[v][1] };
-	struct rk *one[] = { k, k, k, k, k, k, k, k, k, k };
+	int same[MAX_TOGETHER];
+	struct rk *one[MAX_TOGETHER];
 	int i, mode;
 
+	for (i = 0; i < MAX_TOGETHER; i++) {
+		same[i] = ops[v][1];
+		one[i] = k;
+	}
 	T_OK(topo_make(k, COMM_BASE, sc->hints));
 	for (i = 0; i < 2; i++) {
 		if (k->wmode == W_EDGE && ops[v][i] != OP_A2AV)
@@ -1329,7 +1331,7 @@ static void static_group(struct rk *k, const struct static_case *sc,
 		check_slot_info(k, ops[v][i] < OP_A2A ? COOP_NBR_ALLGATHER :
 				COOP_NBR_ALLTOALL, bytes, v, sc->grouped);
 	}
-	run_together(one, ten, 10, bytes);
+	run_together(one, same, MAX_TOGETHER, bytes);
 	static_wrong_size(k, ops[v][1], bytes);
 	topo_done(k);
 }

@@ -318,6 +318,7 @@ START_TEST(test_level_rule)
 	ck_assert(!coop_load_sender_copies(0, 0, n));
 	ck_assert(!coop_load_sender_copies(3 * n, 3 * n, n));
 	ck_assert(!coop_load_sender_copies(0, 2 * n, n));
+	ck_assert(coop_load_sender_copies(0, 2 * n + 1, n));
 	ck_assert(!coop_load_sender_copies(n, 3 * n, n));
 	ck_assert(coop_load_sender_copies(0, 3 * n, n));
 	ck_assert(coop_load_sender_copies(2 * n, 7 * n, n));
