@@ -2,11 +2,14 @@
 /*
  * t_fault.c - a peer that dies: killed in the middle of rendezvous copies
  * (for each protocol), or gone without finalizing.  Requests that depend
- * on it complete with COOP_ERR_PEER_DEAD, pending ANY_SOURCE receives too;
+ * on it complete with COOP_ERR_PEER_DEAD, pending ANY_SOURCE receives too
+ * (a send an offload engine finished before the death may complete);
  * nobody hangs, and the survivors keep talking to each other.
  */
 #include <check.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -62,6 +65,32 @@ static int survivors_posted(const int *posted)
 	       __atomic_load_n(&posted[1], __ATOMIC_ACQUIRE);
 }
 
+/*
+ * An offload engine writes into the receiver's pinned pages with no help
+ * from it; a receiver killed mid-copy loses its address space before
+ * its endpoint and registrations (the kernel's exit order), so the
+ * engine may finish the copy in between: the send has then completed,
+ * as it would have a moment earlier, and that is not an error.
+ */
+static int engine_writes(void)
+{
+	const char *rndv = getenv("COOP_RNDV");
+
+	return rndv && (!strcmp(rndv, "dma") || !strcmp(rndv, "stripe"));
+}
+
+/* The survivors' requests with the victim failed, and rank 0's
+ * COOP_ANY_SOURCE receive (no sender left who could match it) too. */
+static void assert_failed_by_death(int rank, int rc, const coop_status_t *st)
+{
+	T_ASSERT(rc == COOP_ERR_IN_STATUS, "waitall: %s", coop_strerror(rc));
+	T_ASSERT(st[0].error == COOP_ERR_PEER_DEAD, "transfer: %s",
+		 coop_strerror(st[0].error));
+	if (rank == 0)
+		T_ASSERT(st[1].error == COOP_ERR_PEER_DEAD, "any-source: %s",
+			 coop_strerror(st[1].error));
+}
+
 static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	int *posted = arg;
@@ -96,16 +125,16 @@ static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	}
 	__atomic_store_n(&posted[rank], 1, __ATOMIC_RELEASE);
 	rc = coop_waitall(2, r, st);
-	T_ASSERT(rc == COOP_ERR_IN_STATUS, "waitall: %s", coop_strerror(rc));
-	T_ASSERT(st[0].error == COOP_ERR_PEER_DEAD, "transfer: %s",
-		 coop_strerror(st[0].error));
-	if (rank == 0)
-		T_ASSERT(st[1].error == COOP_ERR_PEER_DEAD, "any-source: %s",
-			 coop_strerror(st[1].error));
-	T_ASSERT(coop_isend(ctx, buf, 100, 2, 3, COMM, 0, &r[0]) ==
-		 COOP_ERR_PEER_DEAD, "send to the dead");
+	if (rank == 1 && rc == COOP_SUCCESS && engine_writes())
+		fprintf(stderr, "fault: the engine finished rank 1's send "
+			"before the victim was gone\n");
+	else
+		assert_failed_by_death(rank, rc, st);
+	/* blocks until the death is seen (it may not be yet, above) */
 	T_ASSERT(coop_recv(ctx, buf, 100, 2, 3, COMM, 0, NULL) ==
 		 COOP_ERR_PEER_DEAD, "receive from the dead");
+	T_ASSERT(coop_isend(ctx, buf, 100, 2, 3, COMM, 0, &r[0]) ==
+		 COOP_ERR_PEER_DEAD, "send to the dead");
 	survivors_talk(ctx, rank);
 	free(buf);
 	return 0;
