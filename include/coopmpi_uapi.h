@@ -29,7 +29,7 @@
 #include <sys/ioctl.h>
 #endif
 
-#define COOPMPI_ABI_VERSION	1
+#define COOPMPI_ABI_VERSION	2
 #define COOPMPI_DEVICE_NAME	"coopmpi"
 #define COOPMPI_IOC_MAGIC	0xC7
 
@@ -48,21 +48,28 @@
  *   offset COOPMPI_RING_SEQ_OFF   __u64 seq[slots]         (page aligned)
  *   offset coopmpi_ring_msgs_off  64-byte messages[slots]  (page aligned)
  *
- * Protocol (bounded MPMC queue with a sequence word per slot):
+ * Protocol (bounded MPMC queue, a sequence word per slot that only
+ * producers write, the consumer's head that only it writes):
  *   initially seq[i] = i, head = tail = 0.
- *   producer: pos = tail; s = load_acquire(seq[pos & mask]);
- *             s == pos  -> CAS(tail, pos, pos + 1), on success write the
+ *   producer: pos = tail;
+ *             (s64)(pos - load_acquire(head)) >= slots -> ring full:
+ *                          -EAGAIN to the caller, and atomically
+ *                          increment full_events;
+ *             otherwise CAS(tail, pos, pos + 1); on success write the
  *                          message, then store_release(seq[..], pos + 1);
- *             s <  pos  -> ring full: -EAGAIN to the caller, and
- *                          atomically increment full_events;
- *             s >  pos  -> another producer won, reload tail and retry.
+ *                          on failure (another producer won) retry with
+ *                          the tail the CAS returned.
+ *             A producer may test against a head it read before (head
+ *             only grows) and read it again only when that says full.
  *             After publishing: full fence, then if wake_requested is set,
  *             ring the doorbell (COOPMPI_IOC_DOORBELL).
  *   consumer: pos = head; s = load_acquire(seq[pos & mask]);
- *             s == pos + 1 -> read message, store_release(seq[..],
- *             pos + slots), head = pos + 1; otherwise empty.
+ *             s == pos + 1 -> read message, store_release(head, pos + 1);
+ *             otherwise empty.
  *   sleeping consumer: store wake_requested = 1, full fence, re-check the
  *             ring, then poll() the fd; clear wake_requested when awake.
+ * Each side writes lines the other only reads (a message and its seq
+ * word; head), so a message costs no line that both sides write.
  * Messages of one producer thread are delivered in the order it enqueued
  * them (FIFO per sender/receiver pair).  The kernel's ioctl path uses the
  * very same protocol on the same memory.
@@ -78,7 +85,11 @@ struct coopmpi_ring_hdr {
 	__u32 generation;	/* owner's generation, see coopmpi_join */
 	__u32 closed;		/* set to 1 when the owner is gone */
 	__u32 owner_pid;	/* tgid of the owner, 0 when closed */
-	__u8 pad0[32];
+	/* every producer reads it after every message: on this line, which
+	 * is written only when the consumer goes to sleep or wakes, not on
+	 * the consumer's, which changes with every message taken */
+	__u32 wake_requested;	/* consumer sleeps in poll(); ring doorbell */
+	__u8 pad0[28];
 
 	/* producers' cache line */
 	__u64 tail;
@@ -87,9 +98,7 @@ struct coopmpi_ring_hdr {
 
 	/* consumer's cache line */
 	__u64 head;
-	__u32 wake_requested;	/* consumer sleeps in poll(); ring doorbell */
-	__u32 pad2;
-	__u8 pad3[48];
+	__u8 pad2[56];
 };
 
 #define COOPMPI_RING_SEQ_OFF	4096ULL

@@ -142,24 +142,21 @@ static int ring_enqueue(struct coopmpi_ring *ring, const void *msg)
 	unsigned int tries;
 
 	for (tries = 0; tries < MBOX_MAX_RETRIES; tries++) {
-		u64 *seq = &ring->seq[pos & mask];
-		/* Acquire pairs with the consumer's release of the slot. */
-		s64 diff = (s64)(smp_load_acquire(seq) - pos);
-
-		if (diff < 0) {
+		/*
+		 * Acquire pairs with the consumer's release of head: the
+		 * message a lap before pos was read.  Signed: a pos behind
+		 * head is a stale tail, which the cmpxchg refuses.
+		 */
+		if ((s64)(pos - smp_load_acquire(&hdr->head)) > (s64)mask) {
 			atomic64_inc(coopmpi_atomic64(&hdr->full_events));
 			return -EAGAIN;
-		}
-		if (diff > 0) {
-			pos = READ_ONCE(hdr->tail);
-			continue;
 		}
 		/* On failure try_cmpxchg64 reloads pos. */
 		if (try_cmpxchg64(&hdr->tail, &pos, pos + 1)) {
 			memcpy(ring->msgs + (pos & mask) * COOPMPI_MSG_SIZE,
 			       msg, COOPMPI_MSG_SIZE);
 			/* Release: the message is visible before the seq. */
-			smp_store_release(seq, pos + 1);
+			smp_store_release(&ring->seq[pos & mask], pos + 1);
 			return 0;
 		}
 	}
@@ -258,8 +255,7 @@ static int recv_batch(struct coopmpi_ring *ring, u8 __user *umsgs,
 				 COOPMPI_MSG_SIZE))
 			return -EFAULT;
 		/* Release: the message is read before producers reuse it. */
-		smp_store_release(seq, pos + ring->slots);
-		WRITE_ONCE(hdr->head, pos + 1);
+		smp_store_release(&hdr->head, pos + 1);
 	}
 	return 0;
 }

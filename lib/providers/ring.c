@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ring.c - see ring.h and the protocol comment in coopmpi_uapi.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ring.h"
+
+/* each side's words on lines of their own (coopmpi_uapi.h) */
+_Static_assert(offsetof(struct coopmpi_ring_hdr, wake_requested) < 64 &&
+	       offsetof(struct coopmpi_ring_hdr, tail) == 64 &&
+	       offsetof(struct coopmpi_ring_hdr, head) == 128 &&
+	       sizeof(struct coopmpi_ring_hdr) == 192, "ring header lines");
 
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
@@ -25,6 +32,7 @@ int coop_ring_attach(struct coop_ring *r, void *mem, uint64_t ring_bytes)
 	r->msgs = (unsigned char *)mem + coopmpi_ring_msgs_off(slots);
 	r->mask = slots - 1;
 	r->head = LOAD_RLX(&h->head);
+	r->seen_head = r->head;
 	return 0;
 }
 
@@ -48,6 +56,26 @@ void coop_ring_format(void *mem, uint32_t slots, uint32_t ep_id,
 	STORE_REL(&h->magic, COOPMPI_RING_MAGIC);
 }
 
+/*
+ * Is slot pos free, i.e. has the consumer taken the message a lap
+ * before it?  Our copy of its head says so most of the time without a
+ * look at its line; when it does not, the real head (acquire: the
+ * consumer read that message before it moved head past it).  The copy
+ * is shared by this process's producing threads (release/acquire, so
+ * one thread's look covers another's write).
+ */
+static int slot_free(struct coop_ring *r, uint64_t pos)
+{
+	uint64_t head = LOAD_ACQ(&r->seen_head);
+
+	/* signed: a pos behind head is a stale tail, the CAS will fail */
+	if ((int64_t)(pos - head) <= (int64_t)r->mask)
+		return 1;
+	head = LOAD_ACQ(&r->hdr->head);
+	STORE_REL(&r->seen_head, head);
+	return (int64_t)(pos - head) <= (int64_t)r->mask;
+}
+
 int coop_ring_enqueue(struct coop_ring *r, const void *msg)
 {
 	struct coopmpi_ring_hdr *h = r->hdr;
@@ -55,24 +83,16 @@ int coop_ring_enqueue(struct coop_ring *r, const void *msg)
 
 	if (__builtin_expect(LOAD_RLX(&h->closed) != 0, 0))
 		return -EPIPE;
-	for (;;) {
-		__u64 *slot_seq = &r->seq[pos & r->mask];
-		uint64_t s = LOAD_ACQ(slot_seq);
-
-		if (s == pos) {
-			if (__atomic_compare_exchange_n(&h->tail, &pos, pos + 1,
-							0, __ATOMIC_RELAXED,
-							__ATOMIC_RELAXED))
-				break;
-			/* pos reloaded by the failed CAS */
-		} else if (s < pos) {
+	do {
+		if (!slot_free(r, pos)) {
 			__atomic_fetch_add(&h->full_events, 1,
 					   __ATOMIC_RELAXED);
 			return -EAGAIN;
-		} else {
-			pos = LOAD_RLX(&h->tail);
 		}
-	}
+		/* pos reloaded by a failed CAS (another producer's) */
+	} while (!__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 0,
+					      __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	memcpy(r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE, msg,
 	       COOPMPI_MSG_SIZE);
 	STORE_REL(&r->seq[pos & r->mask], pos + 1);
@@ -83,14 +103,13 @@ int coop_ring_enqueue(struct coop_ring *r, const void *msg)
 int coop_ring_dequeue(struct coop_ring *r, void *msg)
 {
 	uint64_t pos = LOAD_RLX(&r->head);
-	__u64 *slot_seq = &r->seq[pos & r->mask];
 
-	if (LOAD_ACQ(slot_seq) != pos + 1)
+	if (LOAD_ACQ(&r->seq[pos & r->mask]) != pos + 1)
 		return 0;
 	memcpy(msg, r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE,
 	       COOPMPI_MSG_SIZE);
-	STORE_REL(slot_seq, pos + (uint64_t)r->mask + 1);
 	STORE_RLX(&r->head, pos + 1);	/* a sleeper reads it unlocked */
+	/* release: the message is read before a producer reuses its slot */
 	STORE_REL(&r->hdr->head, pos + 1);
 	return 1;
 }

@@ -19,6 +19,7 @@ struct coop_ring {
 	unsigned char *msgs;
 	uint32_t mask;
 	uint64_t head;		/* consumer: private copy of hdr->head */
+	uint64_t seen_head;	/* producers: hdr->head as last read */
 };
 
 /* Bind r to a mapped ring of ring_bytes; -EINVAL if the header is bad. */

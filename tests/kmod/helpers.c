@@ -387,30 +387,22 @@ int cm_ring_produce(struct cm_ring *r, const void *msg)
 	uint64_t mask = r->slots - 1;
 	uint64_t pos = __atomic_load_n(&r->hdr->tail, __ATOMIC_RELAXED);
 
-	for (;;) {
-		uint64_t *sq = &r->seq[pos & mask];
-		uint64_t s = __atomic_load_n(sq, __ATOMIC_ACQUIRE);
-		int64_t dif = (int64_t)(s - pos);
+	do {
+		uint64_t head = __atomic_load_n(&r->hdr->head,
+						__ATOMIC_ACQUIRE);
 
-		if (dif == 0) {
-			if (__atomic_compare_exchange_n(&r->hdr->tail, &pos,
-							pos + 1, false,
-							__ATOMIC_RELAXED,
-							__ATOMIC_RELAXED)) {
-				memcpy(r->msgs + (pos & mask) * COOPMPI_MSG_SIZE,
-				       msg, COOPMPI_MSG_SIZE);
-				__atomic_store_n(sq, pos + 1, __ATOMIC_RELEASE);
-				break;
-			}
-			/* pos reloaded by the failed CAS */
-		} else if (dif < 0) {
+		if ((int64_t)(pos - head) > (int64_t)mask) {
 			__atomic_fetch_add(&r->hdr->full_events, 1,
 					   __ATOMIC_RELAXED);
 			return -EAGAIN;
-		} else {
-			pos = __atomic_load_n(&r->hdr->tail, __ATOMIC_RELAXED);
 		}
-	}
+		/* pos reloaded by a failed CAS */
+	} while (!__atomic_compare_exchange_n(&r->hdr->tail, &pos, pos + 1,
+					      false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	memcpy(r->msgs + (pos & mask) * COOPMPI_MSG_SIZE, msg,
+	       COOPMPI_MSG_SIZE);
+	__atomic_store_n(&r->seq[pos & mask], pos + 1, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return __atomic_load_n(&r->hdr->wake_requested, __ATOMIC_RELAXED) ? 1 : 0;
 }
@@ -436,7 +428,6 @@ int cm_ring_consume(struct cm_ring *r, void *msg)
 	if (s != pos + 1)
 		return -EAGAIN;
 	memcpy(msg, r->msgs + (pos & mask) * COOPMPI_MSG_SIZE, COOPMPI_MSG_SIZE);
-	__atomic_store_n(sq, pos + r->slots, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->hdr->head, pos + 1, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -63,21 +63,22 @@ static void inject(int rank, const union coop_pkt *pkts, int n)
 		map_shm_file("/coopmpi-%016llx-ring-%d", rank, &bytes);
 	uint64_t *seq = (uint64_t *)((char *)h + COOPMPI_RING_SEQ_OFF);
 	char *msgs = (char *)h + coopmpi_ring_msgs_off(h->slots);
-	uint64_t mask = h->slots - 1, pos, s;
+	uint64_t mask = h->slots - 1, pos, head;
 	int i = 0;
 
 	while (i < n) {
 		pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
-		s = __atomic_load_n(&seq[pos & mask], __ATOMIC_ACQUIRE);
-		if (s < pos) {		/* full: the victim drains it */
+		head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+		if ((int64_t)(pos - head) > (int64_t)mask) {
+			/* full: the victim drains it */
 			T_ASSERT(!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE),
 				 "the victim left");
 			usleep(100);
 			continue;
 		}
-		if (s != pos || !__atomic_compare_exchange_n(
-					&h->tail, &pos, pos + 1, 0,
-					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		if (!__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 0,
+						 __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
 			continue;
 		memcpy(msgs + (pos & mask) * COOPMPI_MSG_SIZE, &pkts[i++],
 		       COOPMPI_MSG_SIZE);
