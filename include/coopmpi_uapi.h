@@ -61,6 +61,12 @@
  *                          the tail the CAS returned.
  *             A producer may test against a head it read before (head
  *             only grows) and read it again only when that says full.
+ *             A span: a producer may claim n consecutive slots with one
+ *             CAS(tail, pos, pos + n) (full test at pos + n - 1), write
+ *             them, and publish the later seq words before the first,
+ *             so a consumer that finds the first finds them all (the
+ *             library's messages say in their own header that a span
+ *             follows; the ring does not know).
  *             After publishing: full fence, then if wake_requested is set,
  *             ring the doorbell (COOPMPI_IOC_DOORBELL).
  *   consumer: pos = head; s = load_acquire(seq[pos & mask]);

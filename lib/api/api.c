@@ -4,6 +4,7 @@
  * set-up, and hand-off to the protocol engine (p2p.c).  Nothing here
  * knows a protocol.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "xfer_int.h"
@@ -144,34 +145,46 @@ static int start_new(struct coop_request *r, coop_request_t **out)
 	return COOP_SUCCESS;
 }
 
-/* Standard/ready sends of <= COOP_INLINE_MAX bytes need no request. */
+/* Standard/ready sends of a packet or a span need no request. */
 static int inline_ok(const struct coop_context *ctx, size_t len, int dest,
 		     unsigned flags)
 {
-	return len <= PKT_INLINE_MAX && dest >= 0 &&
+	return coop_eager_fast_fits(ctx, len) && dest >= 0 &&
 	       !(flags & (COOP_SEND_SYNC | COOP_SEND_BUFFERED)) &&
 	       !ctx->peers[dest].dead;
+}
+
+/* A checked send: with no request (*req = the static done one) when it
+ * fits a packet or a span and goes now. */
+static int send_checked(coop_context_t *ctx, const void *buf, size_t len,
+			int dest, int tag, uint32_t comm, unsigned flags,
+			coop_request_t **req)
+{
+	struct coop_request *r;
+	int rc;
+
+	if (inline_ok(ctx, len, dest, flags)) {
+		rc = coop_eager_inline_fast(ctx, buf, len, dest, tag,
+					    (uint16_t)comm);
+		if (rc != -EAGAIN) {
+			*req = rc ? NULL : &ctx->done_req;
+			return rc;
+		}
+	}
+	r = new_req(ctx, REQ_SEND, buf, len, dest, tag, comm, flags);
+	if (!r)
+		return COOP_ERR_NOMEM;
+	return start_new(r, req);
 }
 
 static int isend_locked(coop_context_t *ctx, const void *buf, size_t len,
 			int dest, int tag, uint32_t comm, unsigned flags,
 			coop_request_t **req)
 {
-	struct coop_request *r;
 	int rc = check_send(ctx, buf, len, dest, tag, comm, flags, req);
 
-	if (rc)
-		return rc;
-	if (inline_ok(ctx, len, dest, flags)) {
-		rc = coop_eager_inline_fast(ctx, buf, len, dest, tag,
-					    (uint16_t)comm);
-		*req = rc ? NULL : &ctx->done_req;
-		return rc;
-	}
-	r = new_req(ctx, REQ_SEND, buf, len, dest, tag, comm, flags);
-	if (!r)
-		return COOP_ERR_NOMEM;
-	return start_new(r, req);
+	return rc ? rc : send_checked(ctx, buf, len, dest, tag, comm, flags,
+				      req);
 }
 
 int coop_isend(coop_context_t *ctx, const void *buf, size_t len, int dest,
@@ -211,12 +224,11 @@ static int send_locked(coop_context_t *ctx, const void *buf, size_t len,
 
 	if (rc)
 		return rc;
-	if (inline_ok(ctx, len, dest, flags))
-		return coop_eager_inline_fast(ctx, buf, len, dest, tag,
-					      (uint16_t)comm);
-	rc = isend_locked(ctx, buf, len, dest, tag, comm,
-			flags | COOP_F_BLOCKING, &r);
-	return rc ? rc : coop_wait_locked(&r, COOP_STATUS_IGNORE);
+	rc = send_checked(ctx, buf, len, dest, tag, comm,
+			  flags | COOP_F_BLOCKING, &r);
+	if (rc || r == &ctx->done_req)
+		return rc;
+	return coop_wait_locked(&r, COOP_STATUS_IGNORE);
 }
 
 int coop_send(coop_context_t *ctx, const void *buf, size_t len, int dest,

@@ -502,8 +502,15 @@ coop_proto_ops(const struct coop_context *ctx, unsigned p)
 
 /* ---------------- progress (progress.c) ---------------- */
 
+/* Send pkt to peer: now, or after the peer's backlog (FIFO kept).
+ * COOP_SUCCESS or COOP_ERR_*. */
 COOP_HIDDEN int coop_send_pkt(struct coop_context *ctx, int peer,
 			      union coop_pkt *pkt);
+/* Send the span of n (2..PKT_SPAN_MAX) messages pkts now, or not at all
+ * (a span is never backlogged): COOP_SUCCESS, -EAGAIN (the ring is full,
+ * or a backlog waits: the caller takes another way), or COOP_ERR_*. */
+COOP_HIDDEN int coop_send_span(struct coop_context *ctx, int peer,
+			       union coop_pkt *pkts, unsigned n);
 COOP_HIDDEN int coop_progress_once(struct coop_context *ctx);
 /* Called in a blocked loop when progress found nothing to do. */
 COOP_HIDDEN void coop_idle(struct coop_context *ctx);

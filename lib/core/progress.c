@@ -8,6 +8,8 @@
  * the peer completes with COOP_ERR_PEER_DEAD).  A blocked caller polls
  * COOP_SPIN times, then sleeps in the provider's wait_msg (coop_idle).
  */
+#include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -52,23 +54,38 @@ static int backlog_add(struct coop_context *ctx, int peer,
 	return COOP_SUCCESS;
 }
 
-int coop_send_pkt(struct coop_context *ctx, int peer, union coop_pkt *pkt)
+/* Enqueue n messages now: COOP_SUCCESS, -EAGAIN (full, or a backlog
+ * must go first) or COOP_ERR_*. */
+static int send_now(struct coop_context *ctx, int peer,
+		    const union coop_pkt *pkts, unsigned n)
 {
 	struct coop_peer *pe = &ctx->peers[peer];
 	int rc;
 
 	if (unlikely(pe->dead || !pe->connected))
 		return pe->dead ? COOP_ERR_PEER_DEAD : COOP_ERR_STATE;
-	if (likely(!pe->nbacklog)) {
-		rc = ctx->prov.ops->send_msg(&ctx->prov, peer, pkt);
-		if (likely(rc == 0))
-			return COOP_SUCCESS;
-		if (rc != -EAGAIN) {
-			coop_peer_failed(ctx, peer);
-			return COOP_ERR_PEER_DEAD;
-		}
-	}
-	return backlog_add(ctx, peer, pkt);
+	if (unlikely(pe->nbacklog))
+		return -EAGAIN;
+	rc = ctx->prov.ops->send_msg(&ctx->prov, peer, pkts, n);
+	if (likely(rc == 0) || rc == -EAGAIN)
+		return rc;
+	coop_peer_failed(ctx, peer);
+	return COOP_ERR_PEER_DEAD;
+}
+
+int coop_send_pkt(struct coop_context *ctx, int peer, union coop_pkt *pkt)
+{
+	int rc = send_now(ctx, peer, pkt, 1);
+
+	return rc == -EAGAIN ? backlog_add(ctx, peer, pkt) : rc;
+}
+
+int coop_send_span(struct coop_context *ctx, int peer, union coop_pkt *pkts,
+		   unsigned n)
+{
+	pkts->h.flags = (uint8_t)((pkts->h.flags & ~PF_SPAN_MASK) |
+				  (n - 1) << PF_SPAN_SHIFT);
+	return send_now(ctx, peer, pkts, n);
 }
 
 static void backlog_drop(struct coop_context *ctx, int peer)
@@ -98,7 +115,7 @@ static int backlog_flush_peer(struct coop_context *ctx, int peer)
 						       struct coop_pkt_node,
 						       link);
 
-		rc = ctx->prov.ops->send_msg(&ctx->prov, peer, &n->pkt);
+		rc = ctx->prov.ops->send_msg(&ctx->prov, peer, &n->pkt, 1);
 		if (rc == -EAGAIN)
 			break;
 		if (rc) {
@@ -164,6 +181,40 @@ static void dispatch(struct coop_context *ctx, const union coop_pkt *p)
 	}
 	ctx->rx[p->h.type]++;
 	h(ctx, p);
+}
+
+/*
+ * Take the next packet with the rest of its span into pkts (an array of
+ * PKT_SPAN_MAX): 1 got one, 0 the ring is empty, -1 one was taken whose
+ * span is not there (its sender broke the protocol).
+ */
+static int poll_pkt(struct coop_context *ctx, union coop_pkt *pkts)
+{
+	unsigned more;
+
+	if (ctx->prov.ops->poll_msg(&ctx->prov, pkts, 1) <= 0)
+		return 0;
+	more = coop_pkt_span_more(pkts);
+	if (likely(!more) ||
+	    ctx->prov.ops->poll_msg(&ctx->prov, pkts + 1, more) > 0)
+		return 1;
+	if (pkts->h.src < ctx->size)
+		coop_peer_misbehaved(ctx, pkts->h.src, "span not sent whole");
+	return -1;
+}
+
+/* Dispatch up to max packets from the ring: how many were taken. */
+static int poll_dispatch(struct coop_context *ctx, int max)
+{
+	union coop_pkt pkts[PKT_SPAN_MAX];
+	int n = 0, got;
+
+	while (n < max && (got = poll_pkt(ctx, pkts)) != 0) {
+		if (got > 0)
+			dispatch(ctx, pkts);
+		n++;
+	}
+	return n;
 }
 
 /* ---------------- peer failure ---------------- */
@@ -247,12 +298,10 @@ void coop_peer_gone_now(struct coop_context *ctx, int peer)
 
 static void process_deaths(struct coop_context *ctx)
 {
-	union coop_pkt pkt;
 	int p;
 
 	/* what the dead peer sent before it went is still valid: use it */
-	while (ctx->prov.ops->poll_msg(&ctx->prov, &pkt) > 0)
-		dispatch(ctx, &pkt);
+	poll_dispatch(ctx, INT_MAX);
 	ctx->deaths = 0;
 	for (p = 0; p < ctx->size; p++) {
 		if (ctx->peers[p].dead && !ctx->peers[p].death_handled) {
@@ -326,8 +375,7 @@ static int upcalls_progress(struct coop_context *ctx)
 
 int coop_progress_once(struct coop_context *ctx)
 {
-	union coop_pkt pkt;
-	int n = 0;
+	int n;
 
 	if (likely(progress_idle(ctx))) {
 		idle_poll(ctx);
@@ -340,10 +388,7 @@ int coop_progress_once(struct coop_context *ctx)
 	}
 	if (unlikely(ctx->deaths))
 		process_deaths(ctx);
-	while (n < POLL_BATCH && ctx->prov.ops->poll_msg(&ctx->prov, &pkt) > 0) {
-		dispatch(ctx, &pkt);
-		n++;
-	}
+	n = poll_dispatch(ctx, POLL_BATCH);
 	if (unlikely(ctx->nbacklogged))
 		n += backlog_flush(ctx);
 	if (!dlist_empty(&ctx->jobs))

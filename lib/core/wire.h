@@ -2,8 +2,11 @@
 /*
  * wire.h - control packets of the protocol engine.  Every packet is one
  * COOPMPI_MSG_SIZE (64-byte) mailbox message: a 16-byte header and a
- * type-specific body.  Provider-neutral: the same bytes travel through the
- * shm rings and the driver's mailboxes.
+ * type-specific body.  An Env+D message may go on in up to three more
+ * messages enqueued with it in consecutive slots (a span: the header's
+ * PF_SPAN bits count them), so 240 bytes travel without a bounce slot.
+ * Provider-neutral: the same bytes travel through the shm rings and the
+ * driver's mailboxes.
  */
 #ifndef COOP_WIRE_H
 #define COOP_WIRE_H
@@ -39,6 +42,10 @@ enum coop_pkt_type {
 #define PF_LAST		0x08	/* FRAG: last fragment */
 #define PF_BUFFERED	0x10	/* RTS: a buffered send (Table II row Bsend) */
 #define PF_ENGINE	0x20	/* RTS: the sender has a usable offload engine */
+/* Any packet: how many messages follow it in its span (0..3) */
+#define PF_SPAN_SHIFT	6
+#define PF_SPAN_MASK	0xc0
+#define PKT_SPAN_MAX	4	/* messages in one span */
 
 /* Rendezvous protocols carried in RTS/CTS. */
 enum coop_proto {
@@ -74,6 +81,9 @@ struct coop_pkt_hdr {
 #define PKT_BODY (COOPMPI_MSG_SIZE - sizeof(struct coop_pkt_hdr))
 #define PKT_INLINE_MAX PKT_BODY			/* 48 */
 #define PKT_INLINE_SYNC_MAX (PKT_BODY - 4)	/* sreq id comes first */
+/* Env+D in a full span: 240 (236 synchronous) */
+#define PKT_SPAN_INLINE_MAX \
+	(PKT_INLINE_MAX + (PKT_SPAN_MAX - 1) * COOPMPI_MSG_SIZE)
 
 struct coop_pkt_eager {
 	struct coop_pkt_hdr h;
@@ -172,7 +182,22 @@ union coop_pkt {
 	unsigned char raw[COOPMPI_MSG_SIZE];
 } __attribute__((aligned(64)));
 
+/* Messages of pkt's span after it (the header says). */
+static inline unsigned coop_pkt_span_more(const union coop_pkt *pkt)
+{
+	return (pkt->h.flags & PF_SPAN_MASK) >> PF_SPAN_SHIFT;
+}
+
+/* Where an Env+D packet's bytes go: the body of its first message, then
+ * on across the span (pkt points into an array of PKT_SPAN_MAX). */
+static inline uint8_t *coop_pkt_inline(union coop_pkt *pkt)
+{
+	return (uint8_t *)pkt + sizeof(struct coop_pkt_hdr);
+}
+
 _Static_assert(sizeof(struct coop_pkt_hdr) == 16, "header is 16 bytes");
+_Static_assert(PKT_SPAN_INLINE_MAX <= UINT8_MAX, "ilen holds a span's");
+_Static_assert(PKT_SPAN_MAX - 1 <= PF_SPAN_MASK >> PF_SPAN_SHIFT, "span");
 _Static_assert(sizeof(union coop_pkt) == COOPMPI_MSG_SIZE, "one message");
 _Static_assert(sizeof(struct coop_pkt_cts) <= COOPMPI_MSG_SIZE, "cts fits");
 _Static_assert(sizeof(struct coop_pkt_frag) <= COOPMPI_MSG_SIZE, "frag fits");

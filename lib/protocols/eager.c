@@ -3,15 +3,22 @@
  * eager.c - eager protocols.
  *   inline (Env+D): envelope and up to 48 bytes of data in one packet
  *                   (44 for synchronous sends, which carry their request
- *                   id for the ACK);
+ *                   id for the ACK), or up to 240 (236) in a span of up
+ *                   to four packets enqueued together, when it fits the
+ *                   peer's ring now and nothing waits in our backlog for
+ *                   it (a span is never backlogged: such a message takes
+ *                   a bounce slot instead);
  *   bounce:         the sender copies the data into one of its shared
  *                   bounce slots and sends the envelope + slot number; the
  *                   receiver copies out and frees the slot.  Up to
  *                   COOP_EAGER_MAX bytes; when no slot is free the message
  *                   goes by rendezvous instead (no waiting, no deadlock).
+ * A span costs the two processes no line that both write (the ring's
+ * protocol); a bounce slot's busy flag is written by both.
  * Standard/ready/buffered eager sends complete at once; synchronous ones
  * when the receiver's ACK says a receive matched.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "proto.h"
@@ -19,6 +26,11 @@
 static size_t inline_max(unsigned flags)
 {
 	return (flags & COOP_SEND_SYNC) ? PKT_INLINE_SYNC_MAX : PKT_INLINE_MAX;
+}
+
+static size_t span_max(unsigned flags)
+{
+	return inline_max(flags) + PKT_SPAN_INLINE_MAX - PKT_INLINE_MAX;
 }
 
 static void send_done(struct coop_request *r, int sync)
@@ -32,26 +44,56 @@ static void send_done(struct coop_request *r, int sync)
 	coop_req_event(r, EV_LOCAL);
 }
 
+/*
+ * Build Env+D of len bytes (with the synchronous send's id first if
+ * sreq) in pkts, an array of PKT_SPAN_MAX: how many packets it takes.
+ */
+static unsigned fill_inline(struct coop_context *ctx, union coop_pkt *pkts,
+			    const struct coop_pkt_hdr *env, const void *buf,
+			    size_t len, const uint32_t *sreq)
+{
+	uint8_t *data = coop_pkt_inline(pkts);
+	size_t body = len + (sreq ? sizeof(*sreq) : 0);
+	unsigned n = 1;
+
+	if (body > PKT_BODY)
+		n += (unsigned)((body - PKT_BODY + COOPMPI_MSG_SIZE - 1) /
+				COOPMPI_MSG_SIZE);
+	coop_hdr_init(ctx, &pkts->h, PKT_EAGER, env->comm, env->tag);
+	pkts->h.seq = env->seq;
+	pkts->h.ilen = (uint8_t)len;
+	if (sreq) {
+		pkts->h.flags |= PF_SYNC;
+		memcpy(data, sreq, sizeof(*sreq));
+		data += sizeof(*sreq);
+	}
+	if (len)
+		memcpy(data, buf, len);
+	if (n > 1)	/* the last packet's tail: no stack bytes to the peer */
+		memset(coop_pkt_inline(pkts) + body, 0,
+		       PKT_BODY + (n - 1) * COOPMPI_MSG_SIZE - body);
+	return n;
+}
+
+/* COOP_SUCCESS, -EAGAIN (a span found no room now) or COOP_ERR_*. */
+static int send_inline_pkts(struct coop_context *ctx, int peer,
+			    union coop_pkt *pkts, unsigned n)
+{
+	return n == 1 ? coop_send_pkt(ctx, peer, pkts) :
+			coop_send_span(ctx, peer, pkts, n);
+}
+
 static int send_inline(struct coop_context *ctx, struct coop_request *r)
 {
-	union coop_pkt pkt;
+	union coop_pkt pkts[PKT_SPAN_MAX];
+	struct coop_pkt_hdr env = { .comm = r->comm, .tag = r->tag,
+				    .seq = r->seq };
 	int sync = !!(r->flags & COOP_SEND_SYNC);
-	uint8_t *data = pkt.eager.data;
-	int rc;
+	uint32_t id = sync ? coop_req_id(r) : 0;
+	unsigned n = fill_inline(ctx, pkts, &env, r->buf, r->len,
+				 sync ? &id : NULL);
+	int rc = send_inline_pkts(ctx, r->peer, pkts, n);
 
-	coop_hdr_init(ctx, &pkt.h, PKT_EAGER, r->comm, r->tag);
-	pkt.h.seq = r->seq;
-	pkt.h.ilen = (uint8_t)r->len;
-	if (sync) {
-		uint32_t id = coop_req_id(r);
-
-		pkt.h.flags |= PF_SYNC;
-		memcpy(data, &id, sizeof(id));
-		data += sizeof(id);
-	}
-	if (r->len)
-		memcpy(data, r->buf, r->len);
-	rc = coop_send_pkt(ctx, r->peer, &pkt);
 	if (rc)
 		return rc;
 	send_done(r, sync);
@@ -97,23 +139,33 @@ int coop_eager_send(struct coop_context *ctx, struct coop_request *r)
 	}
 	if (coop_req_rndv_sized(ctx, r))
 		return 0;
+	if (r->len <= span_max(r->flags)) {
+		rc = send_inline(ctx, r);
+		if (rc != -EAGAIN)
+			return rc ? -rc : 1;
+	}
 	return send_bounce(ctx, r);
 }
 
-/* Blocking standard send of <= 48 bytes: no request at all. */
+int coop_eager_fast_fits(const struct coop_context *ctx, size_t len)
+{
+	return len <= PKT_INLINE_MAX ||
+	       (len <= PKT_SPAN_INLINE_MAX && len <= ctx->cfg.eager_max &&
+		!ctx->proto->rtr);
+}
+
 int coop_eager_inline_fast(struct coop_context *ctx, const void *buf,
 			   size_t len, int dest, int tag, uint16_t comm)
 {
-	union coop_pkt pkt;
+	union coop_pkt pkts[PKT_SPAN_MAX];
+	struct coop_pkt_hdr env = { .comm = comm, .tag = tag };
+	unsigned n;
 	int rc;
 
-	coop_hdr_init(ctx, &pkt.h, PKT_EAGER, comm, tag);
 	if (ctx->proto->rtr)
-		pkt.h.seq = coop_rtr_send_seq(ctx, comm, dest, tag, 1);
-	pkt.h.ilen = (uint8_t)len;
-	if (len)
-		memcpy(pkt.eager.data, buf, len);
-	rc = coop_send_pkt(ctx, dest, &pkt);
+		env.seq = coop_rtr_send_seq(ctx, comm, dest, tag, 1);
+	n = fill_inline(ctx, pkts, &env, buf, len, NULL);
+	rc = send_inline_pkts(ctx, dest, pkts, n);
 	if (!rc)	/* no request: count it here, as req_account would */
 		ctx->stats.sent[PROTO_EAGER]++;
 	return rc;

@@ -56,6 +56,7 @@ int coop_proto_describe(struct coop_context *ctx, struct coop_msgdesc *m,
 {
 	const struct coop_pkt_hdr *h = &p->h;
 	const struct coop_seg *seg = &ctx->peers[h->src].seg;
+	size_t room = PKT_BODY + coop_pkt_span_more(p) * COOPMPI_MSG_SIZE;
 
 	memset(m, 0, sizeof(*m));
 	m->type = h->type;
@@ -73,9 +74,9 @@ int coop_proto_describe(struct coop_context *ctx, struct coop_msgdesc *m,
 		if (h->flags & PF_SYNC) {
 			memcpy(&m->sreq, p->eager.data, sizeof(m->sreq));
 			m->data += sizeof(m->sreq);
-			return h->ilen <= PKT_INLINE_SYNC_MAX ? 0 : -1;
+			room -= sizeof(m->sreq);
 		}
-		return h->ilen <= PKT_INLINE_MAX ? 0 : -1;
+		return h->ilen <= room ? 0 : -1;
 	case PKT_EAGER_BB:
 		m->slot = p->bb.slot;
 		m->sreq = p->bb.sreq;

@@ -37,7 +37,7 @@ struct coop_message {
 	struct coop_pool_obj pobj;
 	struct dlist link;
 	struct coop_msgdesc d;
-	uint8_t data[PKT_INLINE_MAX];
+	uint8_t data[PKT_SPAN_INLINE_MAX];
 };
 
 /* RTR bookkeeping per (comm, peer, tag) and wildcard suspension counts. */
@@ -120,6 +120,12 @@ COOP_HIDDEN void coop_eager_register(struct coop_context *ctx);
  * rendezvous protocol; -COOP_ERR_*: failure. */
 COOP_HIDDEN int coop_eager_send(struct coop_context *ctx,
 				struct coop_request *r);
+/* May a blocking standard send of len bytes go by
+ * coop_eager_inline_fast()? */
+COOP_HIDDEN int coop_eager_fast_fits(const struct coop_context *ctx,
+				     size_t len);
+/* Such a send, with no request at all: COOP_SUCCESS, -EAGAIN (not sent:
+ * a span found no room; take the request's way) or COOP_ERR_*. */
 COOP_HIDDEN int coop_eager_inline_fast(struct coop_context *ctx,
 				       const void *buf, size_t len, int dest,
 				       int tag, uint16_t comm);

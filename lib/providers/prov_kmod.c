@@ -223,7 +223,8 @@ static int kmod_doorbell(struct kmod_priv *k, uint32_t ep_id)
 	return ioctl(k->fd, COOPMPI_IOC_DOORBELL, &db) ? -errno : 0;
 }
 
-static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg)
+static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg,
+			 unsigned n)
 {
 	struct kmod_priv *k = p->priv;
 	struct kmod_peer *pe = &k->peers[peer];
@@ -231,7 +232,7 @@ static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg)
 
 	if (unlikely(pe->dead))
 		return -EPIPE;
-	rc = coop_ring_enqueue(&pe->ring, msg);
+	rc = coop_ring_enqueue(&pe->ring, msg, n);
 	if (unlikely(rc > 0)) {
 		/* The message is in the ring: the peer may have read it
 		 * and closed (-ENXIO) before the doorbell.  A peer that is
@@ -242,11 +243,11 @@ static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg)
 	return rc;
 }
 
-static int kmod_poll_msg(struct coop_provider *p, void *msg)
+static int kmod_poll_msg(struct coop_provider *p, void *msg, unsigned n)
 {
 	struct kmod_priv *k = p->priv;
 
-	return coop_ring_dequeue(&k->own, msg);
+	return coop_ring_dequeue(&k->own, msg, n);
 }
 
 /* The driver's poll rechecks the ring after queueing us: a doorbell

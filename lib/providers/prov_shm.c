@@ -492,7 +492,8 @@ static void doorbell(struct shm_priv *s, int peer, struct shm_peer *pe)
 			NULL, NULL, 0);
 }
 
-static int shm_send_msg(struct coop_provider *p, int peer, const void *msg)
+static int shm_send_msg(struct coop_provider *p, int peer, const void *msg,
+			unsigned n)
 {
 	struct shm_priv *s = p->priv;
 	struct shm_peer *pe = &s->peers[peer];
@@ -500,7 +501,7 @@ static int shm_send_msg(struct coop_provider *p, int peer, const void *msg)
 
 	if (unlikely(pe->dead))
 		return -EPIPE;
-	rc = coop_ring_enqueue(&pe->ring, msg);
+	rc = coop_ring_enqueue(&pe->ring, msg, n);
 	if (unlikely(rc > 0)) {
 		doorbell(s, peer, pe);
 		rc = 0;
@@ -508,11 +509,11 @@ static int shm_send_msg(struct coop_provider *p, int peer, const void *msg)
 	return rc;
 }
 
-static int shm_poll_msg(struct coop_provider *p, void *msg)
+static int shm_poll_msg(struct coop_provider *p, void *msg, unsigned n)
 {
 	struct shm_priv *s = p->priv;
 
-	return coop_ring_dequeue(&s->own, msg);
+	return coop_ring_dequeue(&s->own, msg, n);
 }
 
 /* The doorbell is a futex wake on wake_requested: the wait returns at

@@ -78,10 +78,17 @@ struct coop_provider_ops {
 	void (*disconnect)(struct coop_provider *p, int rank);
 	void (*close)(struct coop_provider *p);
 
-	/* Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair). */
-	int (*send_msg)(struct coop_provider *p, int peer, const void *msg);
-	/* Dequeue one message into msg: 1 got one, 0 empty. */
-	int (*poll_msg)(struct coop_provider *p, void *msg);
+	/*
+	 * Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair).
+	 * send_msg enqueues n of them (msg holds n) in consecutive slots,
+	 * all or none: 0, -EAGAIN (the ring is full), other -errno (the
+	 * peer is gone).
+	 */
+	int (*send_msg)(struct coop_provider *p, int peer, const void *msg,
+			unsigned n);
+	/* Dequeue n consecutive messages into msg, all or none: 1 got them,
+	 * 0 not (all) there.  n > 1 takes a span whose first is read. */
+	int (*poll_msg)(struct coop_provider *p, void *msg, unsigned n);
 	/*
 	 * Sleep until a message may be there or timeout_us passes (< 0:
 	 * no limit): 1 a message is ready, 0 not (yet).  Asks senders for a

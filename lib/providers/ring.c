@@ -76,41 +76,52 @@ static int slot_free(struct coop_ring *r, uint64_t pos)
 	return (int64_t)(pos - head) <= (int64_t)r->mask;
 }
 
-int coop_ring_enqueue(struct coop_ring *r, const void *msg)
+int coop_ring_enqueue(struct coop_ring *r, const void *msgs, unsigned n)
 {
 	struct coopmpi_ring_hdr *h = r->hdr;
 	uint64_t pos = LOAD_RLX(&h->tail);
+	unsigned i;
 
 	if (__builtin_expect(LOAD_RLX(&h->closed) != 0, 0))
 		return -EPIPE;
+	if (__builtin_expect(n - 1 > r->mask, 0))
+		return -EAGAIN;	/* never fits: the caller has another way */
 	do {
-		if (!slot_free(r, pos)) {
+		if (!slot_free(r, pos + n - 1)) {
 			__atomic_fetch_add(&h->full_events, 1,
 					   __ATOMIC_RELAXED);
 			return -EAGAIN;
 		}
 		/* pos reloaded by a failed CAS (another producer's) */
-	} while (!__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 0,
+	} while (!__atomic_compare_exchange_n(&h->tail, &pos, pos + n, 0,
 					      __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	memcpy(r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE, msg,
-	       COOPMPI_MSG_SIZE);
-	STORE_REL(&r->seq[pos & r->mask], pos + 1);
+	for (i = 0; i < n; i++)
+		memcpy(r->msgs + ((pos + i) & r->mask) * COOPMPI_MSG_SIZE,
+		       (const unsigned char *)msgs + i * COOPMPI_MSG_SIZE,
+		       COOPMPI_MSG_SIZE);
+	/* the first last: a consumer that finds it finds all */
+	for (i = n; i-- > 0;)
+		STORE_REL(&r->seq[(pos + i) & r->mask], pos + i + 1);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return LOAD_RLX(&h->wake_requested) ? 1 : 0;
 }
 
-int coop_ring_dequeue(struct coop_ring *r, void *msg)
+int coop_ring_dequeue(struct coop_ring *r, void *msgs, unsigned n)
 {
 	uint64_t pos = LOAD_RLX(&r->head);
+	unsigned i;
 
-	if (LOAD_ACQ(&r->seq[pos & r->mask]) != pos + 1)
-		return 0;
-	memcpy(msg, r->msgs + (pos & r->mask) * COOPMPI_MSG_SIZE,
-	       COOPMPI_MSG_SIZE);
-	STORE_RLX(&r->head, pos + 1);	/* a sleeper reads it unlocked */
-	/* release: the message is read before a producer reuses its slot */
-	STORE_REL(&r->hdr->head, pos + 1);
+	for (i = 0; i < n; i++)
+		if (LOAD_ACQ(&r->seq[(pos + i) & r->mask]) != pos + i + 1)
+			return 0;
+	for (i = 0; i < n; i++)
+		memcpy((unsigned char *)msgs + i * COOPMPI_MSG_SIZE,
+		       r->msgs + ((pos + i) & r->mask) * COOPMPI_MSG_SIZE,
+		       COOPMPI_MSG_SIZE);
+	STORE_RLX(&r->head, pos + n);	/* a sleeper reads it unlocked */
+	/* release: the messages are read before a producer reuses a slot */
+	STORE_REL(&r->hdr->head, pos + n);
 	return 1;
 }
 

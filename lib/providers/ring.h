@@ -29,13 +29,16 @@ void coop_ring_format(void *mem, uint32_t slots, uint32_t ep_id,
 		      uint32_t generation, uint32_t pid);
 
 /*
- * Enqueue one COOPMPI_MSG_SIZE message.  Returns 0 when enqueued and no
- * wake-up is needed, 1 when enqueued and the consumer asked for a doorbell,
- * -EAGAIN when full, -EPIPE when the owner closed the ring.
+ * Enqueue n COOPMPI_MSG_SIZE messages into consecutive slots, all or
+ * none (a span: a consumer that finds the first finds the others).
+ * Returns 0 when enqueued and no wake-up is needed, 1 when enqueued and
+ * the consumer asked for a doorbell, -EAGAIN when full (or n is more
+ * than the ring holds), -EPIPE when the owner closed the ring.
  */
-int coop_ring_enqueue(struct coop_ring *r, const void *msg);
-/* Dequeue into msg: 1 got one, 0 empty. */
-int coop_ring_dequeue(struct coop_ring *r, void *msg);
+int coop_ring_enqueue(struct coop_ring *r, const void *msgs, unsigned n);
+/* Dequeue n consecutive messages into msgs, all or none: 1 got them,
+ * 0 not (all) there. */
+int coop_ring_dequeue(struct coop_ring *r, void *msgs, unsigned n);
 /* Consumer: is a message ready (without taking it)?  Inline: idle
  * progress loops ask this on every turn. */
 static inline int coop_ring_ready(const struct coop_ring *r)

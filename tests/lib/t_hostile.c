@@ -6,7 +6,9 @@
  * writes into rank 0's mailbox: an EAGER_BB naming a bounce slot that only
  * the rewritten geometry has, a fragment longer than a bounce slot, then
  * thousands of random packets (_i = 1: only random packets, all of known
- * types).  Rank 0 never reads or writes out of bounds, treats rank 2 as
+ * types, sent as the spans their headers say; _i = 2: first an Env+D
+ * whose length is more than its span holds; _i = 3: only the first
+ * message of a span).  Rank 0 never reads or writes out of bounds, treats rank 2 as
  * failed at its first bad packet (both receives posted for it end with
  * COOP_ERR_PEER_DEAD), and keeps serving rank 1.  (With the driver, rings are mapped through it:
  * the same library checks apply; this test needs the files.)
@@ -35,8 +37,10 @@ struct hostile_sync {
 	int posted;		/* the victim's receives from HOSTILE */
 	int attacked;		/* everything is in its mailbox */
 	int done;		/* the victim and the honest peer are */
-	int valid_types;	/* variant: garbage of known packet types */
+	int variant;		/* _i: what rank 2 sends (see above) */
 };
+
+enum { BAD_GEOMETRY, GARBAGE, SPAN_TOO_SHORT, SPAN_MISSING };
 
 static void *map_shm_file(const char *fmt, int rank, size_t *bytes)
 {
@@ -55,7 +59,33 @@ static void *map_shm_file(const char *fmt, int rank, size_t *bytes)
 	return m;
 }
 
-/* The uapi ring protocol's producer side, on rank's mailbox file. */
+/* Claim n slots of ring h (spin while full): the first one's position */
+static uint64_t claim(struct coopmpi_ring_hdr *h, unsigned n)
+{
+	uint64_t mask = h->slots - 1, pos, head;
+
+	for (;;) {
+		pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
+		head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+		if ((int64_t)(pos + n - 1 - head) > (int64_t)mask) {
+			/* full: the victim drains it */
+			T_ASSERT(!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE),
+				 "the victim left");
+			usleep(100);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&h->tail, &pos, pos + n, 0,
+						__ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return pos;
+	}
+}
+
+/*
+ * The uapi ring protocol's producer side, on rank's mailbox file: each
+ * packet with the span its header says (published first last), cut short
+ * where pkts end.
+ */
 static void inject(int rank, const union coop_pkt *pkts, int n)
 {
 	size_t bytes;
@@ -63,26 +93,20 @@ static void inject(int rank, const union coop_pkt *pkts, int n)
 		map_shm_file("/coopmpi-%016llx-ring-%d", rank, &bytes);
 	uint64_t *seq = (uint64_t *)((char *)h + COOPMPI_RING_SEQ_OFF);
 	char *msgs = (char *)h + coopmpi_ring_msgs_off(h->slots);
-	uint64_t mask = h->slots - 1, pos, head;
-	int i = 0;
+	uint64_t mask = h->slots - 1, pos;
+	int i = 0, k, span;
 
 	while (i < n) {
-		pos = __atomic_load_n(&h->tail, __ATOMIC_RELAXED);
-		head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-		if ((int64_t)(pos - head) > (int64_t)mask) {
-			/* full: the victim drains it */
-			T_ASSERT(!__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE),
-				 "the victim left");
-			usleep(100);
-			continue;
-		}
-		if (!__atomic_compare_exchange_n(&h->tail, &pos, pos + 1, 0,
-						 __ATOMIC_RELAXED,
-						 __ATOMIC_RELAXED))
-			continue;
-		memcpy(msgs + (pos & mask) * COOPMPI_MSG_SIZE, &pkts[i++],
-		       COOPMPI_MSG_SIZE);
-		__atomic_store_n(&seq[pos & mask], pos + 1, __ATOMIC_RELEASE);
+		span = 1 + (int)coop_pkt_span_more(&pkts[i]);
+		span = span < n - i ? span : n - i;
+		pos = claim(h, (unsigned)span);
+		for (k = 0; k < span; k++)
+			memcpy(msgs + ((pos + k) & mask) * COOPMPI_MSG_SIZE,
+			       &pkts[i + k], COOPMPI_MSG_SIZE);
+		for (k = span; k-- > 0;)
+			__atomic_store_n(&seq[(pos + k) & mask], pos + k + 1,
+					 __ATOMIC_RELEASE);
+		i += span;
 	}
 	munmap(h, bytes);
 }
@@ -98,40 +122,60 @@ static void rewrite_own_geometry(void)
 	munmap(h, bytes);
 }
 
-static void hostile(struct hostile_sync *sy)
+static void fill_garbage(union coop_pkt *p, int n, int valid_types)
 {
-	static union coop_pkt p[NGARBAGE];
 	uint32_t x = 12345;
-	int i;
 
-	while (!__atomic_load_n(&sy->posted, __ATOMIC_ACQUIRE))
-		usleep(1000);
-	rewrite_own_geometry();
-	for (i = 0; i < NGARBAGE; i++) {
+	for (int i = 0; i < n; i++) {
 		for (size_t b = 0; b < sizeof(p[i]); b++) {
 			x = x * 1103515245u + 12345u;
 			p[i].raw[b] = (uint8_t)(x >> 16);
 		}
-		if (sy->valid_types)
+		if (valid_types)
 			p[i].h.type = 1 + p[i].h.type % (PKT_TYPE_MAX - 1);
 		p[i].h.src = HOSTILE;	/* its own: the others' are not ours */
 	}
-	if (sy->valid_types) {
-		inject(VICTIM, p, NGARBAGE);
-		__atomic_store_n(&sy->attacked, 1, __ATOMIC_RELEASE);
-		return;
-	}
+}
+
+/* The first bad packets, for the first receive (tag 1): how many. */
+static int first_bad(union coop_pkt *p, int variant)
+{
 	memset(p, 0, 2 * sizeof(p[0]));
-	p[0].h.type = PKT_EAGER_BB;	/* matches the first receive */
-	p[0].h.src = HOSTILE;
+	p[0].h.src = p[1].h.src = HOSTILE;
 	p[0].h.comm = COMM;
 	p[0].h.tag = 1;
-	p[0].bb.slot = BAD_SLOT;
-	p[0].bb.len = 1000;
-	p[1].h.type = PKT_FRAG;
-	p[1].h.src = HOSTILE;
-	p[1].frag.len = 1ULL << 40;
-	inject(VICTIM, p, NGARBAGE);
+	if (variant == BAD_GEOMETRY) {
+		p[0].h.type = PKT_EAGER_BB;
+		p[0].bb.slot = BAD_SLOT;
+		p[0].bb.len = 1000;
+		p[1].h.type = PKT_FRAG;
+		p[1].frag.len = 1ULL << 40;
+		return 2;
+	}
+	/* an Env+D said to go on in the next message (SPAN_MISSING: which
+	 * never comes), longer than the two hold */
+	p[0].h.type = PKT_EAGER;
+	p[0].h.flags = 1 << PF_SPAN_SHIFT;
+	p[0].h.ilen = PKT_BODY + COOPMPI_MSG_SIZE + 1;
+	return variant == SPAN_MISSING ? 1 : 2;
+}
+
+static void hostile(struct hostile_sync *sy)
+{
+	static union coop_pkt p[NGARBAGE];
+	int n;
+
+	while (!__atomic_load_n(&sy->posted, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	rewrite_own_geometry();
+	fill_garbage(p, NGARBAGE, sy->variant == GARBAGE);
+	if (sy->variant == GARBAGE) {
+		inject(VICTIM, p, NGARBAGE);
+	} else {
+		n = first_bad(p, sy->variant);
+		/* nothing after a span cut short: it would complete it */
+		inject(VICTIM, p, sy->variant == SPAN_MISSING ? n : NGARBAGE);
+	}
 	__atomic_store_n(&sy->attacked, 1, __ATOMIC_RELEASE);
 }
 
@@ -196,7 +240,7 @@ static int hostile_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		honest_exchange(ctx, rank);
 		return 0;
 	}
-	if (sy->valid_types) {
+	if (sy->variant == GARBAGE) {
 		__atomic_store_n(&sy->posted, 1, __ATOMIC_RELEASE);
 		goto attacked;
 	}
@@ -229,7 +273,7 @@ START_TEST(test_hostile_peer)
 		return;
 	}
 	sy = shared_alloc(sizeof(*sy));
-	sy->valid_types = _i;
+	sy->variant = _i;
 	run_ranks(3, NULL, hostile_rank, sy, 120, res);
 	ck_assert_msg(res[VICTIM].exited && res[VICTIM].status == 0,
 		      "victim: exited %d status %d signal %d",
@@ -250,6 +294,6 @@ TCase *tc_hostile(void)
 	TCase *tc = tcase_create("hostile");
 
 	tcase_set_timeout(tc, 150);
-	tcase_add_loop_test(tc, test_hostile_peer, 0, 2);
+	tcase_add_loop_test(tc, test_hostile_peer, 0, 4);
 	return tc;
 }

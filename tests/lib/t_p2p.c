@@ -12,8 +12,10 @@
 
 #define COMM 21
 
-static const size_t msizes[] = { 0, 1, 44, 45, 48, 49, 4096, 65536, 65537,
-				 70000, 1 << 20 };
+/* inline 48 (44 synchronous), a span 112 (108), 176 (172), 240 (236) */
+static const size_t msizes[] = { 0, 1, 44, 45, 48, 49, 108, 113, 236, 237,
+				 240, 241, 4096, 65536, 65537, 70000,
+				 1 << 20 };
 #define NMS (int)(sizeof(msizes) / sizeof(msizes[0]))
 static const unsigned modes[] = { COOP_SEND_STANDARD, COOP_SEND_SYNC,
 				  COOP_SEND_READY, COOP_SEND_BUFFERED };
@@ -419,30 +421,43 @@ START_TEST(test_bsend)
 }
 END_TEST
 
-/* Far more packets than ring slots before the receiver looks. */
+/*
+ * Far more packets than ring slots before the receiver looks, of sizes
+ * that go in one packet, in a span (which then finds the ring full and
+ * takes a bounce slot or a rendezvous) and in a bounce slot: each
+ * message arrives whole and in order.
+ */
 static int overflow_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	enum { N = 3000 };
+	enum { N = 3000, MAXLEN = 300 };
+	static const size_t lens[] = { 4, 100, 240, MAXLEN };
 	coop_request_t **r = calloc(N, sizeof(*r));
-	int i, v;
+	unsigned char *bufs = malloc((size_t)N * MAXLEN);
 	coop_status_t st;
+	int i;
 
 	(void)arg;
+	T_ASSERT(r && bufs, "calloc");
+	for (i = 0; i < N && rank == 0; i++) {
+		t_fill(bufs + (size_t)i * MAXLEN, lens[i % 4], (uint32_t)i);
+		T_OK(coop_isend(ctx, bufs + (size_t)i * MAXLEN, lens[i % 4], 1,
+				i % 3, COMM, 0, &r[i]));
+	}
 	if (rank == 0) {
-		for (i = 0; i < N; i++)
-			T_OK(coop_isend(ctx, &i, sizeof(i), 1, i % 3, COMM, 0,
-					&r[i]));
 		t_barrier(ctx, rank, size);
 		T_OK(coop_waitall(N, r, NULL));
 	} else {
 		usleep(50000);
 		t_barrier(ctx, rank, size);
 		for (i = 0; i < N; i++) {
-			T_OK(coop_recv(ctx, &v, sizeof(v), 0, i % 3, COMM, 0,
+			T_OK(coop_recv(ctx, bufs, MAXLEN, 0, i % 3, COMM, 0,
 				       &st));
-			T_ASSERT(v == i, "message %d got %d", i, v);
+			T_ASSERT(st.count == lens[i % 4] &&
+				 t_check(bufs, st.count, (uint32_t)i) < 0,
+				 "message %d: %zu bytes", i, st.count);
 		}
 	}
+	free(bufs);
 	free(r);
 	return 0;
 }
