@@ -120,6 +120,7 @@ struct nbr_xfer {
 	int from, to;
 	uint32_t blk0, nblk;	/* blocks: blk[blk0 .. +nblk), edge ids */
 	uint32_t color;
+	int sender_idle;	/* from receives nothing from another rank */
 };
 
 /* A plan's static slots (the whole graph's; slots.c). */

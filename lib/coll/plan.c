@@ -273,6 +273,22 @@ static int build_dag(const struct coop_topo *t, struct nbr_plan *p)
 	return rc;
 }
 
+/* Which transfers come from a rank that receives nothing (from another
+ * rank) in the call: -1 when out of memory. */
+static int mark_idle_senders(struct nbr_xfer *xf, uint32_t n, int nranks)
+{
+	uint32_t *recvs = calloc((size_t)nranks, sizeof(*recvs)), i;
+
+	if (!recvs)
+		return -1;
+	for (i = 0; i < n; i++)
+		recvs[xf[i].to] += xf[i].from != xf[i].to;
+	for (i = 0; i < n; i++)
+		xf[i].sender_idle = !recvs[xf[i].from];
+	free(recvs);
+	return 0;
+}
+
 /* One transfer per edge, then the balancing; the colouring. */
 static int build_xfers(const struct coop_topo *t, struct nbr_plan *p)
 {
@@ -287,7 +303,8 @@ static int build_xfers(const struct coop_topo *t, struct nbr_plan *p)
 	if (!bal.xf || !bal.blk)
 		goto fail;
 	for (e = 0; e < g->nedges; e++) {
-		bal.xf[e] = (struct nbr_xfer){ g->from[e], g->to[e], e, 1, 0 };
+		bal.xf[e] = (struct nbr_xfer){ g->from[e], g->to[e], e, 1, 0,
+						0 };
 		bal.blk[e] = e;
 	}
 	bal.nxf = bal.nblk = g->nedges;
@@ -298,7 +315,8 @@ static int build_xfers(const struct coop_topo *t, struct nbr_plan *p)
 	if (moved < 0)
 		goto fail;
 	p->ncolors = bal.nxf ? coop_nbr_color(bal.xf, bal.nxf, g->n) : 0;
-	if (bal.nxf && !p->ncolors)
+	if ((bal.nxf && !p->ncolors) ||
+	    mark_idle_senders(bal.xf, bal.nxf, g->n))
 		goto fail;
 	p->xf = bal.xf;
 	p->nxf = bal.nxf;

@@ -402,7 +402,9 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	if (!r)
 		return COOP_ERR_NOMEM;
 	if (len > eager_max(ctx))
-		r->flags |= REQ_F_SINGLE_COPY;
+		r->flags |= REQ_F_SINGLE_COPY |
+			    (in->p->xf[vx->xfer].sender_idle ?
+			     REQ_F_SENDER_IDLE : 0);
 	r->complete_cb = child_done;
 	r->owner_data = &in->refs[v];
 	coop_req_activate(r);

@@ -45,9 +45,12 @@ enum { REQ_SEND = 1, REQ_RECV = 2, REQ_XFER = 3, REQ_COLL = 4 };
 /* Request flags of the library's own, beside the user's COOP_SEND_* and
  * COOP_F_* in r->flags: the inner send of a buffered send; a message
  * that goes by rendezvous whatever COOP_EAGER_MAX says (a collective's,
- * where a bounce copy costs more than a handshake). */
+ * where a bounce copy costs more than a handshake); a collective's
+ * receive whose sender has no receive of its own in the call, so its
+ * CPU would only wait (it may take a share of the copy). */
 #define REQ_F_BUFFERED_INNER	(1u << 31)
 #define REQ_F_SINGLE_COPY	(1u << 30)
+#define REQ_F_SENDER_IDLE	(1u << 29)
 
 /* Events a request still waits for (req->pending). */
 #define EV_LOCAL	0x01	/* our copy / fragment pushing not done */

@@ -1168,9 +1168,9 @@ END_TEST
 /* a collective's messages: single copy above COOP_NEIGHBOR_EAGER_MAX   */
 /* ------------------------------------------------------------------ */
 
-/* Receives of ring alltoalls of bytes by protocol, counted by the
+/* Receives of an alltoall of bytes by protocol, counted by the
  * context's statistics. */
-static void ring_received(struct rk *k, size_t bytes, coop_stats_t *got)
+static void a2a_received(struct rk *k, size_t bytes, coop_stats_t *got)
 {
 	coop_stats_t before;
 	int p;
@@ -1180,6 +1180,33 @@ static void ring_received(struct rk *k, size_t bytes, coop_stats_t *got)
 	T_OK(coop_get_stats(k->ctx, got));
 	for (p = 0; p < COOP_PROTOCOL_COUNT; p++)
 		got->received[p] -= before.received[p];
+}
+
+/*
+ * Rank 0 sends 64 KiB to each other rank, which send nothing back: its
+ * CPU would only wait, so with a CPU per rank each receiver splits the
+ * copy with it (COOP-p2p); sharing CPUs, one side copies.
+ */
+static void idle_sender_received(coop_context_t *ctx, int rank, int size,
+				 int idle_cpus)
+{
+	const struct gspec hot = { .kind = G_HOT, .n = size };
+	coop_stats_t st;
+	struct rk k;
+
+	rk_init(&k, ctx, rank, &hot);
+	T_OK(topo_make(&k, COMM_BASE + 1, 0));
+	a2a_received(&k, 65536, &st);
+	if (rank) {
+		T_ASSERT(idle_cpus ? st.received[COOP_PROTOCOL_COOP] == 1 :
+			 !st.received[COOP_PROTOCOL_COOP],
+			 "from an idle sender: %llu RGET %llu RPUT %llu "
+			 "COOP", (unsigned long long)
+			 st.received[COOP_PROTOCOL_RGET],
+			 (unsigned long long)st.received[COOP_PROTOCOL_RPUT],
+			 (unsigned long long)st.received[COOP_PROTOCOL_COOP]);
+	}
+	topo_done(&k);
 }
 
 /* COOP_NEIGHBOR_EAGER_MAX, COOP_NEIGHBOR_EAGER_SHARED */
@@ -1203,7 +1230,7 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 	idle_cpus = sysconf(_SC_NPROCESSORS_ONLN) >= size;
 	eager_max = idle_cpus ? lim->own_cpus : lim->shared_cpus;
 	for (bytes = 4096; bytes <= 65536; bytes *= 4) {
-		ring_received(&k, bytes, &st);
+		a2a_received(&k, bytes, &st);
 		if (bytes <= eager_max) {
 			T_ASSERT(st.received[COOP_PROTOCOL_EAGER] == msgs,
 				 "%zu B: %llu of %llu eager", bytes,
@@ -1226,6 +1253,7 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 			 (unsigned long long)msgs);
 	}
 	topo_done(&k);
+	idle_sender_received(ctx, rank, size, (int)idle_cpus);
 	return 0;
 }
 
@@ -1234,7 +1262,8 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
  * COOP_NEIGHBOR_EAGER_SHARED (default 16 KiB; and 4 KiB) with more ranks
  * than CPUs, beyond it by one copy of one side (RGET when every rank has
  * a CPU), never through bounce buffers or split between two copiers -
- * whatever COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say. */
+ * whatever COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say -
+ * except from a sender with nothing to receive (idle_sender_received). */
 START_TEST(test_single_copy)
 {
 	static const char *const env[] = { "COOP_NEIGHBOR_EAGER_MAX=32k",
