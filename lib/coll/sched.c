@@ -368,6 +368,31 @@ static size_t eager_max(const struct coop_context *ctx)
 				      ctx->cfg.nbr_eager_shared;
 }
 
+static int vertex_tag(const struct nbr_inst *in, const struct nbr_vertex *vx)
+{
+	return (int)(vx->xfer << SEQ_BITS | in->seq);
+}
+
+/* A send that fits a packet or a span goes with no request, as a
+ * blocking standard send of that size does: 1 when it went (or failed),
+ * 0 when it needs a request. */
+static int send_inline(struct nbr_inst *in, uint32_t v, const char *buf,
+		       size_t len)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	struct coop_context *ctx = in->t->ctx;
+	int rc;
+
+	if (!coop_eager_fast_fits(ctx, len))
+		return 0;
+	rc = coop_eager_inline_fast(ctx, buf, len, vx->peer,
+				    vertex_tag(in, vx), (uint16_t)in->t->comm);
+	if (rc == -EAGAIN)
+		return 0;
+	queue_done(in, v, rc);
+	return 1;
+}
+
 static int start_child(struct nbr_inst *in, uint32_t v)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
@@ -395,9 +420,10 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	}
 	if (vx->kind == V_SEND && in->poisoned[v])
 		len = 0;	/* tells the receiver the data is lost */
+	if (vx->kind == V_SEND && send_inline(in, v, buf, len))
+		return COOP_SUCCESS;
 	r = coop_req_new_msg(ctx, vx->kind == V_RECV ? REQ_RECV : REQ_SEND,
-			     buf, len, vx->peer,
-			     (int)(vx->xfer << SEQ_BITS | in->seq),
+			     buf, len, vx->peer, vertex_tag(in, vx),
 			     in->t->comm);
 	if (!r)
 		return COOP_ERR_NOMEM;
