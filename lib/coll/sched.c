@@ -92,6 +92,17 @@ static void queue_done(struct nbr_inst *in, uint32_t v, int err)
 		dlist_add_tail(&ctx->coll->ready, &in->link);
 }
 
+/* A receive of want bytes got got: an empty message says its data was
+ * lost upstream (a poisoned send). */
+static int recv_result(size_t got, size_t want)
+{
+	if (got == want)
+		return COOP_SUCCESS;
+	if (got > want)
+		return COOP_ERR_TRUNCATE;
+	return got ? COOP_ERR_COUNT : COOP_ERR_PEER_DEAD;
+}
+
 /* A child request ended: its vertex is done (the request goes). */
 static void child_done(struct coop_request *r)
 {
@@ -99,8 +110,8 @@ static void child_done(struct coop_request *r)
 	struct nbr_inst *in = ref->in;
 	int err = r->err;
 
-	if (!err && r->kind == REQ_RECV && r->status.count != r->len)
-		err = r->status.count ? COOP_ERR_COUNT : COOP_ERR_PEER_DEAD;
+	if (!err && r->kind == REQ_RECV)
+		err = recv_result(r->status.count, r->len);
 	coop_req_free(r);
 	queue_done(in, ref->v, err);
 }
@@ -393,6 +404,22 @@ static int send_inline(struct nbr_inst *in, uint32_t v, const char *buf,
 	return 1;
 }
 
+/* A receive whose message already came inline takes it with no
+ * request: 1 when it did. */
+static int recv_arrived(struct nbr_inst *in, uint32_t v, char *buf,
+			size_t len)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	size_t got;
+
+	if (!coop_p2p_take_inline(in->t->ctx, buf, len, vx->peer,
+				  vertex_tag(in, vx), (uint16_t)in->t->comm,
+				  &got))
+		return 0;
+	queue_done(in, v, recv_result(got, len));
+	return 1;
+}
+
 static int start_child(struct nbr_inst *in, uint32_t v)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
@@ -420,7 +447,8 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	}
 	if (vx->kind == V_SEND && in->poisoned[v])
 		len = 0;	/* tells the receiver the data is lost */
-	if (vx->kind == V_SEND && send_inline(in, v, buf, len))
+	if (vx->kind == V_SEND ? send_inline(in, v, buf, len) :
+				 recv_arrived(in, v, buf, len))
 		return COOP_SUCCESS;
 	r = coop_req_new_msg(ctx, vx->kind == V_RECV ? REQ_RECV : REQ_SEND,
 			     buf, len, vx->peer, vertex_tag(in, vx),

@@ -37,6 +37,15 @@ COOP_HIDDEN int coop_p2p_send_start(struct coop_context *ctx,
 /* The rendezvous part: an RTR that came first (RTR mode), else an RTS. */
 COOP_HIDDEN int coop_p2p_send_rndv(struct coop_context *ctx,
 				   struct coop_request *r);
+/*
+ * A receive with no request: when the oldest message that matches
+ * (src, tag, comm) already came inline (and asks for no ACK), copy up
+ * to cap bytes of it into buf, its length to *len: 1.  0: none such
+ * waits (post a receive).
+ */
+COOP_HIDDEN int coop_p2p_take_inline(struct coop_context *ctx, void *buf,
+				     size_t cap, int src, int tag,
+				     uint16_t comm, size_t *len);
 /* Post receive r: the unexpected queue first, else the posted one. */
 COOP_HIDDEN void coop_p2p_recv_post(struct coop_context *ctx,
 				    struct coop_request *r);

@@ -72,6 +72,22 @@ void coop_p2p_recv_deliver(struct coop_request *r, const struct coop_msgdesc *m)
 		coop_eager_deliver(r, m);
 }
 
+int coop_p2p_take_inline(struct coop_context *ctx, void *buf, size_t cap,
+			 int src, int tag, uint16_t comm, size_t *len)
+{
+	struct coop_message *u = coop_match_unexpected(ctx, src, tag, comm);
+
+	if (!u || u->d.type != PKT_EAGER || (u->d.flags & PF_SYNC))
+		return 0;
+	dlist_del(&u->link);
+	coop_match_consumed(ctx, &u->d);
+	*len = u->d.len;
+	memcpy(buf, u->d.data, COOP_MIN(u->d.len, cap));
+	coop_pool_put(&ctx->proto->msgs, u);
+	ctx->stats.received[PROTO_EAGER]++;
+	return 1;
+}
+
 void coop_p2p_recv_post(struct coop_context *ctx, struct coop_request *r)
 {
 	struct coop_message *u;
