@@ -49,13 +49,13 @@
  * and COOP-load 1.1-1.4x the time of RGET) - unless the plan says its
  * sender receives nothing in the call (REQ_F_SENDER_IDLE): that CPU
  * would only wait, so the copy is split by load as when both block
- * (one edge streaming one way, 2 ranks, 1 MiB: 68 -> 30 us).  Oversubscribed, too, the
- * receiver copies (RGET: one handshake fewer than RPUT, so one context
- * switch fewer per message) unless its load is more than
- * COOP_LOAD_HANDOFF_MSGS messages above the sender's: that keeps a hot
- * spot's copies off its centre (8 ranks, 1 MiB: RGET alone 1.23x the
- * time), while ranks whose loads differ by noise (a stencil's) keep one
- * protocol.  4 and 8 ranks on 2 CPUs, 64 KiB-1 MiB, stencils, random
+ * (the one edge streaming one way, 2 ranks, 1 MiB: 84.6 -> 41.4 us).
+ * Oversubscribed, too, the receiver copies (RGET: one handshake fewer
+ * than RPUT, so one context switch fewer per message) unless its load
+ * is more than COOP_LOAD_HANDOFF_MSGS messages above the sender's: that
+ * keeps a hot spot's copies off its centre (8 ranks, 1 MiB: RGET alone
+ * 1.23x the time), while ranks whose loads differ by noise (a stencil's)
+ * keep one protocol.  4 and 8 ranks on 2 CPUs, 64 KiB-1 MiB, stencils, random
  * graphs, hot spot: 0.75-1.04x the time of the rule it replaced (RPUT
  * unless the receiver was a message lighter; 64 KiB hot spot, 4 ranks:
  * 37.9 -> 28.0 us).

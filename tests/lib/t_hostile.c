@@ -8,10 +8,11 @@
  * thousands of random packets (_i = 1: only random packets, all of known
  * types, sent as the spans their headers say; _i = 2: first an Env+D
  * whose length is more than its span holds; _i = 3: only the first
- * message of a span).  Rank 0 never reads or writes out of bounds, treats rank 2 as
- * failed at its first bad packet (both receives posted for it end with
- * COOP_ERR_PEER_DEAD), and keeps serving rank 1.  (With the driver, rings are mapped through it:
- * the same library checks apply; this test needs the files.)
+ * message of a span).  Rank 0 never reads or writes out of bounds,
+ * treats rank 2 as failed at its first bad packet (both receives posted
+ * for it end with COOP_ERR_PEER_DEAD), and keeps serving rank 1.  (With
+ * the driver, rings are mapped through it: the same library checks
+ * apply; this test needs the files.)
  */
 #include <check.h>
 #include <fcntl.h>
