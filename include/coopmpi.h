@@ -250,9 +250,11 @@ COOP_API int coop_address(coop_context_t *ctx, void *blob, size_t *len);
  * Also probes single-copy permission (process_vm_readv of a peer's known
  * address; on failure large messages are pipelined through bounce buffers
  * and one line on stderr says why), and checks that all ranks use the same
- * provider and protocol settings.
+ * provider and protocol settings, and a library whose packets mean the
+ * same (its wire version).
  * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_STATE (connected already),
- * COOP_ERR_CONFIG (settings differ), COOP_ERR_PROVIDER (peer unreachable).
+ * COOP_ERR_CONFIG (settings or wire versions differ), COOP_ERR_PROVIDER
+ * (peer unreachable).
  */
 COOP_API int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride);
 
@@ -262,7 +264,7 @@ COOP_API int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
  * its rank in the domain.  Connecting again is a no-op (same *rank).
  * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL, blob too short or not an
  * address of this domain's size), COOP_ERR_STATE (not a dynamic
- * context), COOP_ERR_CONFIG (other provider or settings), and
+ * context), COOP_ERR_CONFIG (other provider, settings or wire version), and
  * COOP_ERR_PROVIDER (the endpoint is gone or of another domain).
  */
 COOP_API int coop_connect_peer(coop_context_t *ctx, const void *blob,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,8 +29,11 @@ struct lib_blob {
 	uint64_t cfg_hash;
 	char prov[8];
 	uint32_t instance;	/* dynamic endpoints: which one of the rank */
-	uint32_t pad;
+	uint32_t wire;		/* COOP_WIRE_VERSION */
 };
+
+/* t_api.c changes the wire version of a blob where it lies */
+_Static_assert(offsetof(struct lib_blob, wire) == 36, "blob layout");
 
 static int check_params(const coop_init_params_t *p, coop_context_t **ctx)
 {
@@ -145,6 +149,7 @@ static int address_locked(coop_context_t *ctx, void *blob, size_t *len)
 	h.prov_len = (uint32_t)plen;
 	h.cfg_hash = ctx->cfg_hash;
 	h.instance = ctx->instance;
+	h.wire = COOP_WIRE_VERSION;
 	strncpy(h.prov, ctx->prov.ops->name, sizeof(h.prov) - 1);
 	memcpy(blob, &h, sizeof(h));
 	*len = sizeof(h) + plen;
@@ -163,6 +168,12 @@ static int check_blob(struct coop_context *ctx, const struct lib_blob *h,
 	    h->size != (uint32_t)ctx->size ||
 	    sizeof(*h) + h->prov_len > stride)
 		return COOP_ERR_ARG;
+	if (h->wire != COOP_WIRE_VERSION) {
+		coop_log(ctx->rank, "rank %d speaks wire version %u, I speak "
+			 "%u: another libcoopmpi", r, h->wire,
+			 COOP_WIRE_VERSION);
+		return COOP_ERR_CONFIG;
+	}
 	if (strncmp(h->prov, ctx->prov.ops->name, sizeof(h->prov))) {
 		coop_log(ctx->rank, "rank %d uses provider %.8s, I use %s", r,
 			 h->prov, ctx->prov.ops->name);

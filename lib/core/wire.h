@@ -17,6 +17,13 @@
 #include "coopmpi_uapi.h"
 #include "provider.h"
 
+/*
+ * The packets' layout and meaning.  Ranks with another refuse to connect
+ * (api/ctx.c), as a peer's packets would not mean what they say: 0 was
+ * every library before it had one, 2 has spans (PF_SPAN).
+ */
+#define COOP_WIRE_VERSION 2
+
 enum coop_pkt_type {
 	PKT_EAGER = 1,		/* Env+D: envelope and inline data */
 	PKT_EAGER_BB,		/* envelope + bounce slot holding the data */

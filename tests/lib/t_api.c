@@ -175,6 +175,10 @@ START_TEST(test_init_args)
 	blob[0] ^= 0xff;
 	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_ERR_ARG);
 	blob[0] ^= 0xff;
+	blob[36] ^= 0xff;	/* another library's wire version */
+	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)),
+			 COOP_ERR_CONFIG);
+	blob[36] ^= 0xff;
 	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_SUCCESS);
 	ck_assert_int_eq(coop_connect(ctx, blob, sizeof(blob)), COOP_ERR_STATE);
 	ck_assert_str_eq(coop_provider_name(ctx), default_provider());
