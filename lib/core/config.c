@@ -231,6 +231,14 @@ static const struct cfg_entry table[] = {
 	{ "COOP_RING_SLOTS", CFG_UINT, FIELD(ring_slots), "1024", 16,
 	  1u << 20, NULL, 0,
 	  "control ring slots per endpoint, a power of two (shm provider)" },
+	{ "COOP_FBOX_SLOTS", CFG_UINT, FIELD(fbox_slots), "64", 0, 4096,
+	  NULL, 0,
+	  "fast box slots per sender (shm provider, static domains): a "
+	  "power of two >= 4, 0 none (every message through the ring)" },
+	{ "COOP_FBOX_SENDERS", CFG_UINT, FIELD(fbox_senders), "32", 0, 64,
+	  NULL, 0,
+	  "senders to a rank that get a fast box there, the first to send; "
+	  "the rank polls each (0: none)" },
 	{ "COOP_BOUNCE_SLOTS", CFG_UINT, FIELD(bounce_slots), "64", 4, 4096,
 	  NULL, 0, "bounce buffers per rank" },
 	{ "COOP_SPIN", CFG_UINT, FIELD(spin), "20000", 0, 1u << 30, NULL, 0,
@@ -369,6 +377,10 @@ int coop_config_load(struct coop_config *cfg)
 	s = getenv("COOP_RING_SLOTS");
 	if (!rc && (cfg->ring_slots & (cfg->ring_slots - 1)))
 		rc = bad("COOP_RING_SLOTS", s);
+	s = getenv("COOP_FBOX_SLOTS");
+	if (!rc && cfg->fbox_slots &&
+	    (cfg->fbox_slots < 4 || (cfg->fbox_slots & (cfg->fbox_slots - 1))))
+		rc = bad("COOP_FBOX_SLOTS", s);
 	return rc;
 }
 

@@ -71,6 +71,8 @@ struct coop_config {
 	unsigned verbose;	/* COOP_VERBOSE */
 	int provider;		/* COOP_PROVIDER: enum coop_provider_choice */
 	unsigned ring_slots;	/* COOP_RING_SLOTS */
+	unsigned fbox_slots;	/* COOP_FBOX_SLOTS */
+	unsigned fbox_senders;	/* COOP_FBOX_SENDERS */
 	unsigned bounce_slots;	/* COOP_BOUNCE_SLOTS */
 	unsigned spin;		/* COOP_SPIN */
 	unsigned sleep_us;	/* COOP_SLEEP_US */

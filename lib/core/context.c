@@ -50,6 +50,8 @@ static int open_provider(struct coop_context *ctx, int dynamic)
 	ctx->prov.flags = (cfg->cma_off ? COOP_PROV_NO_COPY : 0) |
 			  (dynamic ? COOP_PROV_DYNAMIC : 0);
 	ctx->prov.ring_slots = cfg->ring_slots;
+	ctx->prov.fbox_slots = cfg->fbox_slots;
+	ctx->prov.fbox_senders = cfg->fbox_senders;
 	ctx->prov.verbose = cfg->verbose;
 	ctx->prov.engine_want = (unsigned)cfg->engine;
 	ctx->prov.hca_device = cfg->hca_device[0] ? cfg->hca_device : NULL;

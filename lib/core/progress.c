@@ -192,11 +192,11 @@ static int poll_pkt(struct coop_context *ctx, union coop_pkt *pkts)
 {
 	unsigned more;
 
-	if (ctx->prov.ops->poll_msg(&ctx->prov, pkts, 1) <= 0)
+	if (ctx->prov.ops->poll_msg(&ctx->prov, pkts) <= 0)
 		return 0;
 	more = coop_pkt_span_more(pkts);
 	if (likely(!more) ||
-	    ctx->prov.ops->poll_msg(&ctx->prov, pkts + 1, more) > 0)
+	    ctx->prov.ops->poll_more(&ctx->prov, pkts + 1, more) > 0)
 		return 1;
 	if (pkts->h.src < ctx->size)
 		coop_peer_misbehaved(ctx, pkts->h.src, "span not sent whole");
@@ -351,7 +351,7 @@ static inline int progress_idle(const struct coop_context *ctx)
 {
 	return !(ctx->event_armed | ctx->deaths | ctx->nbacklogged) &&
 	       dlist_empty(&ctx->jobs) && !ctx->up.nprogress &&
-	       !coop_ring_ready(ctx->prov.rx);
+	       !coop_provider_msg_ready(&ctx->prov);
 }
 
 void coop_upcall_set(struct coop_context *ctx, enum coop_up_slot slot,

@@ -18,11 +18,12 @@
 #include "provider.h"
 
 /*
- * The packets' layout and meaning.  Ranks with another refuse to connect
- * (api/ctx.c), as a peer's packets would not mean what they say: 0 was
- * every library before it had one, 2 has spans (PF_SPAN).
+ * The packets' layout and meaning, and how they travel.  Ranks with
+ * another refuse to connect (api/ctx.c), as a peer's packets would not
+ * mean what they say or not reach it: 0 was every library before it had
+ * one, 2 has spans (PF_SPAN), 3 the shm provider's fast boxes.
  */
-#define COOP_WIRE_VERSION 2
+#define COOP_WIRE_VERSION 3
 
 enum coop_pkt_type {
 	PKT_EAGER = 1,		/* Env+D: envelope and inline data */

@@ -243,7 +243,14 @@ static int kmod_send_msg(struct coop_provider *p, int peer, const void *msg,
 	return rc;
 }
 
-static int kmod_poll_msg(struct coop_provider *p, void *msg, unsigned n)
+static int kmod_poll_msg(struct coop_provider *p, void *msg)
+{
+	struct kmod_priv *k = p->priv;
+
+	return coop_ring_dequeue(&k->own, msg, 1);
+}
+
+static int kmod_poll_more(struct coop_provider *p, void *msg, unsigned n)
 {
 	struct kmod_priv *k = p->priv;
 
@@ -400,6 +407,7 @@ const struct coop_provider_ops coop_provider_kmod = {
 	.close = kmod_close,
 	.send_msg = kmod_send_msg,
 	.poll_msg = kmod_poll_msg,
+	.poll_more = kmod_poll_more,
 	.wait_msg = kmod_wait_msg,
 	.event_fd = kmod_event_fd,
 	.event_arm = kmod_event_arm,

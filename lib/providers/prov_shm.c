@@ -3,8 +3,11 @@
  * prov_shm.c - the user-space provider: no kernel module needed.
  *
  * Each endpoint owns a mailbox ring in /dev/shm/coopmpi-<key>-ring-<rank>
- * with the uapi ring layout (driven by ring.c); the per-node load counters
- * live in /dev/shm/coopmpi-<key>-cnt with the uapi counters layout.
+ * with the uapi ring layout (driven by ring.c) and, in a static domain,
+ * fast boxes in /dev/shm/coopmpi-<key>-fbox-<rank> (fbox.h: a queue per
+ * sender, one cache line per message; its first COOP_FBOX_SENDERS
+ * senders use one, the others the ring); the per-node load counters live in
+ * /dev/shm/coopmpi-<key>-cnt with the uapi counters layout.
  * Regions need no registration (the cookie is the address); copies use
  * process_vm_readv/writev.  Single-copy permission (Yama ptrace scope,
  * capabilities, seccomp, credentials) is tested for real at connect by
@@ -45,7 +48,7 @@
 #include "ring.h"
 #include "util.h"
 
-#define SHM_BLOB_MAGIC 0x53484d31U	/* "SHM1" */
+#define SHM_BLOB_MAGIC 0x53484d32U	/* "SHM2": fast boxes */
 #define SHM_DYNAMIC_MAX 1024	/* endpoints of a dynamic domain: every
 				 * UCX context of a 256-core node's
 				 * ranks, and some spare (files and
@@ -59,10 +62,13 @@ struct shm_blob {
 	uint64_t key;
 	uint64_t probe_addr;
 	uint64_t probe_val;
+	uint32_t fbox_slots;	/* its boxes' size, 0: it has none */
+	uint32_t pad;
 };
 
 struct shm_peer {
 	struct coop_ring ring;
+	struct coop_fbox_tx fbox;	/* .seg NULL: the ring only */
 	void *map;
 	size_t bytes;
 	pid_t pid;
@@ -77,6 +83,10 @@ struct shm_priv {
 	void *own_map;
 	size_t ring_bytes;
 	char own_name[80];
+	struct coop_fbox_rx inbox;	/* .seg NULL: no fast boxes */
+	char fbox_name[80];
+	unsigned polls;
+	int from_box;		/* the last poll_msg's message came from one */
 	struct shm_peer *peers;
 	void *cnt_map;
 	size_t cnt_bytes;
@@ -106,6 +116,12 @@ static int yama_scope(void)
 static void ring_name(char *buf, size_t n, uint64_t key, int rank)
 {
 	snprintf(buf, n, "/coopmpi-%016llx-ring-%d", (unsigned long long)key,
+		 rank);
+}
+
+static void fbox_name(char *buf, size_t n, uint64_t key, int rank)
+{
+	snprintf(buf, n, "/coopmpi-%016llx-fbox-%d", (unsigned long long)key,
 		 rank);
 }
 
@@ -214,35 +230,66 @@ static void release_slot(struct shm_priv *s, struct coop_provider *p)
 		close(fd);
 }
 
-static int create_ring(struct shm_priv *s, int rank, unsigned slots)
+/* A new file of ours, mapped: *map, or -errno. */
+static int create_file(const char *name, size_t bytes, void **map)
 {
 	int fd;
 
-	ring_name(s->own_name, sizeof(s->own_name), s->key, rank);
-	s->ring_bytes = coopmpi_ring_bytes(slots);
-	fd = shm_open(s->own_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 && errno == EEXIST) {	/* stale: a dead job's file */
-		shm_unlink(s->own_name);
-		fd = shm_open(s->own_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		shm_unlink(name);
+		fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	}
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)s->ring_bytes)) {
+	if (ftruncate(fd, (off_t)bytes)) {
 		int e = -errno;
 
 		close(fd);
+		shm_unlink(name);
 		return e;
 	}
-	s->own_map = mmap(NULL, s->ring_bytes, PROT_READ | PROT_WRITE,
-			  MAP_SHARED, fd, 0);
+	*map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (s->own_map == MAP_FAILED) {
-		s->own_map = NULL;
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		shm_unlink(name);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+static int create_ring(struct shm_priv *s, int rank, unsigned slots)
+{
+	int rc;
+
+	ring_name(s->own_name, sizeof(s->own_name), s->key, rank);
+	s->ring_bytes = coopmpi_ring_bytes(slots);
+	rc = create_file(s->own_name, s->ring_bytes, &s->own_map);
+	if (rc)
+		return rc;
 	coop_ring_format(s->own_map, slots, (uint32_t)rank, 1,
 			 (uint32_t)getpid());
 	return coop_ring_attach(&s->own, s->own_map, s->ring_bytes);
+}
+
+/* Our fast boxes, one per rank of the domain (pages only where used). */
+static int create_fboxes(struct shm_priv *s, struct coop_provider *p)
+{
+	uint64_t bytes = coop_fbox_seg_bytes((uint32_t)p->nranks,
+					     p->fbox_slots);
+	void *map;
+	int rc;
+
+	fbox_name(s->fbox_name, sizeof(s->fbox_name), s->key, p->rank);
+	rc = create_file(s->fbox_name, bytes, &map);
+	if (rc)
+		return rc;
+	coop_fbox_format(map, (uint32_t)p->nranks, p->fbox_slots,
+			 p->fbox_senders);
+	coop_fbox_rx_attach(&s->inbox, map, bytes);
+	p->inbox = &s->inbox;
+	return 0;
 }
 
 static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
@@ -278,7 +325,13 @@ static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 	if (!s->peers)
 		return -ENOMEM;
 	p->rx = &s->own;
-	return create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
+	rc = create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
+	/* a dynamic domain's boxes would outlive the endpoints that
+	 * claimed them: its peers use the ring */
+	if (!rc && p->fbox_slots && p->fbox_senders &&
+	    !(p->flags & COOP_PROV_DYNAMIC))
+		rc = create_fboxes(s, p);
+	return rc;
 }
 
 static int shm_address(struct coop_provider *p, void *blob, size_t *len)
@@ -292,6 +345,7 @@ static int shm_address(struct coop_provider *p, void *blob, size_t *len)
 		.key = s->key,
 		.probe_addr = (uint64_t)(uintptr_t)&s->probe_word,
 		.probe_val = s->probe_word,
+		.fbox_slots = s->inbox.seg ? s->inbox.seg->slots : 0,
 	};
 
 	if (*len < sizeof(b)) {
@@ -364,6 +418,25 @@ static int probe_cma(struct coop_provider *p, struct shm_peer *pe,
 	return 0;
 }
 
+/* The peer's fast boxes, to send through ours there. */
+static int map_fboxes(struct shm_priv *s, struct shm_peer *pe, int rank,
+		      uint32_t slots, int nranks)
+{
+	uint64_t bytes = coop_fbox_seg_bytes((uint32_t)nranks, slots);
+	char name[80];
+	void *map;
+
+	fbox_name(name, sizeof(name), s->key, rank);
+	map = map_shm(name, bytes, 0);
+	if (!map)
+		return -errno;
+	if (coop_fbox_tx_attach(&pe->fbox, map, bytes)) {
+		munmap(map, bytes);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int shm_connect(struct coop_provider *p, int rank, const void *blob,
 		       size_t len)
 {
@@ -392,6 +465,12 @@ static int shm_connect(struct coop_provider *p, int rank, const void *blob,
 		return -errno;
 	if (coop_ring_attach(&pe->ring, pe->map, pe->bytes))
 		return -EINVAL;
+	if (b.fbox_slots && s->inbox.seg) {
+		int rc = map_fboxes(s, pe, rank, b.fbox_slots, p->nranks);
+
+		if (rc)
+			return rc;
+	}
 	pe->pidfd = (int)syscall(SYS_pidfd_open, pe->pid, 0);
 	pe->copy_ok = probe_cma(p, pe, &b);
 	return 0;
@@ -404,6 +483,8 @@ static void shm_disconnect(struct coop_provider *p, int rank)
 
 	if (pe->map)
 		munmap(pe->map, pe->bytes);
+	if (pe->fbox.seg)
+		munmap(pe->fbox.seg, pe->fbox.bytes);
 	if (pe->pidfd > 0)
 		close(pe->pidfd);
 	memset(pe, 0, sizeof(*pe));
@@ -425,6 +506,10 @@ static void shm_close(struct coop_provider *p)
 		h->owner_pid = 0;
 		munmap(s->own_map, s->ring_bytes);
 		shm_unlink(s->own_name);
+	}
+	if (s->inbox.seg) {
+		munmap(s->inbox.seg, s->inbox.bytes);
+		shm_unlink(s->fbox_name);
 	}
 	if (s->cnt_map && (p->flags & COOP_PROV_DYNAMIC)) {
 		if (s->claimed)
@@ -492,6 +577,19 @@ static void doorbell(struct shm_priv *s, int peer, struct shm_peer *pe)
 			NULL, NULL, 0);
 }
 
+/* As coop_ring_enqueue(), through our box at the peer: 1 the peer asked
+ * for a doorbell, -ENOENT we have no box there. */
+static int send_fbox(struct coop_provider *p, struct shm_peer *pe,
+		     const void *msg, unsigned n)
+{
+	int rc;
+
+	if (unlikely(__atomic_load_n(&pe->ring.hdr->closed, __ATOMIC_RELAXED)))
+		return -EPIPE;
+	rc = coop_fbox_send(&pe->fbox, p->rank, msg, n);
+	return rc ? rc : coop_ring_wake_wanted(&pe->ring);
+}
+
 static int shm_send_msg(struct coop_provider *p, int peer, const void *msg,
 			unsigned n)
 {
@@ -501,7 +599,9 @@ static int shm_send_msg(struct coop_provider *p, int peer, const void *msg,
 
 	if (unlikely(pe->dead))
 		return -EPIPE;
-	rc = coop_ring_enqueue(&pe->ring, msg, n);
+	rc = pe->fbox.seg ? send_fbox(p, pe, msg, n) : -ENOENT;
+	if (rc == -ENOENT)
+		rc = coop_ring_enqueue(&pe->ring, msg, n);
 	if (unlikely(rc > 0)) {
 		doorbell(s, peer, pe);
 		rc = 0;
@@ -509,26 +609,60 @@ static int shm_send_msg(struct coop_provider *p, int peer, const void *msg,
 	return rc;
 }
 
-static int shm_poll_msg(struct coop_provider *p, void *msg, unsigned n)
+static int shm_ready(const struct shm_priv *s)
+{
+	return coop_ring_ready(&s->own) ||
+	       (s->inbox.seg && coop_fbox_ready(&s->inbox));
+}
+
+static int poll_fbox(struct shm_priv *s, void *msg)
+{
+	s->from_box = s->inbox.seg && coop_fbox_poll(&s->inbox, msg);
+	return s->from_box;
+}
+
+/* The boxes first, the ring when they are empty - and first on every
+ * eighth poll, so busy boxes never starve the ring's senders. */
+static int shm_poll_msg(struct coop_provider *p, void *msg)
 {
 	struct shm_priv *s = p->priv;
 
-	return coop_ring_dequeue(&s->own, msg, n);
+	if (unlikely((++s->polls & 7) == 0) &&
+	    coop_ring_dequeue(&s->own, msg, 1)) {
+		s->from_box = 0;
+		return 1;
+	}
+	return poll_fbox(s, msg) || coop_ring_dequeue(&s->own, msg, 1);
+}
+
+static int shm_poll_more(struct coop_provider *p, void *msg, unsigned n)
+{
+	struct shm_priv *s = p->priv;
+
+	if (!s->from_box)
+		return coop_ring_dequeue(&s->own, msg, n);
+	coop_fbox_poll_more(&s->inbox, msg, n);
+	return 1;
 }
 
 /* The doorbell is a futex wake on wake_requested: the wait returns at
- * once if a producer cleared it between the check and the sleep. */
+ * once if a producer cleared it between the check and the sleep.  The
+ * ring is checked after the request for it, the boxes here. */
 static void shm_sleep(void *arg, const struct timespec *timeout)
 {
-	syscall(SYS_futex, arg, FUTEX_WAIT, 1, timeout, NULL, 0);
+	struct shm_priv *s = arg;
+
+	if (!s->inbox.seg || !coop_fbox_ready(&s->inbox))
+		syscall(SYS_futex, &s->own.hdr->wake_requested, FUTEX_WAIT,
+			1, timeout, NULL, 0);
 }
 
 static int shm_wait_msg(struct coop_provider *p, long timeout_us)
 {
 	struct shm_priv *s = p->priv;
 
-	return coop_ring_sleep(&s->own, timeout_us, shm_sleep,
-			       &s->own.hdr->wake_requested);
+	coop_ring_sleep(&s->own, timeout_us, shm_sleep, s);
+	return shm_ready(s);
 }
 
 /* Our event socket, bound on first use. */
@@ -570,7 +704,8 @@ static int shm_event_arm(struct coop_provider *p, int arm)
 				  MSG_DONTWAIT) > 0)
 		;
 	s->ev_rung = 0;
-	return coop_ring_arm(&s->own, COOP_RING_WAKE_FD);
+	return coop_ring_arm(&s->own, COOP_RING_WAKE_FD) ||
+	       (s->inbox.seg && coop_fbox_ready(&s->inbox));
 }
 
 static int shm_reg(struct coop_provider *p, void *addr, size_t len,
@@ -674,6 +809,7 @@ const struct coop_provider_ops coop_provider_shm = {
 	.close = shm_close,
 	.send_msg = shm_send_msg,
 	.poll_msg = shm_poll_msg,
+	.poll_more = shm_poll_more,
 	.wait_msg = shm_wait_msg,
 	.event_fd = shm_event_fd,
 	.event_arm = shm_event_arm,

@@ -23,6 +23,7 @@
 #include <sys/uio.h>
 
 #include "coopmpi_uapi.h"
+#include "fbox.h"
 #include "ring.h"
 #include "util.h"
 
@@ -80,15 +81,19 @@ struct coop_provider_ops {
 
 	/*
 	 * Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair).
-	 * send_msg enqueues n of them (msg holds n) in consecutive slots,
-	 * all or none: 0, -EAGAIN (the ring is full), other -errno (the
-	 * peer is gone).
+	 * send_msg enqueues n of them (msg holds n, a span) in consecutive
+	 * slots, all or none: 0, -EAGAIN (the ring is full), other -errno
+	 * (the peer is gone).  The first byte of msg is never zero (the
+	 * shm provider's fast boxes tell a full slot by it).
 	 */
 	int (*send_msg)(struct coop_provider *p, int peer, const void *msg,
 			unsigned n);
-	/* Dequeue n consecutive messages into msg, all or none: 1 got them,
-	 * 0 not (all) there.  n > 1 takes a span whose first is read. */
-	int (*poll_msg)(struct coop_provider *p, void *msg, unsigned n);
+	/* Dequeue one message (alone or the first of a span): 1 got it, 0
+	 * none there. */
+	int (*poll_msg)(struct coop_provider *p, void *msg);
+	/* Dequeue the n messages of the span whose first poll_msg gave
+	 * last, all or none: 1 got them, 0 not (all) there. */
+	int (*poll_more)(struct coop_provider *p, void *msg, unsigned n);
 	/*
 	 * Sleep until a message may be there or timeout_us passes (< 0:
 	 * no limit): 1 a message is ready, 0 not (yet).  Asks senders for a
@@ -178,14 +183,18 @@ enum coop_engine_choice {
 struct coop_provider {
 	const struct coop_provider_ops *ops;
 	void *priv;
-	/* the ring poll_msg takes from, once open: idle progress peeks at
-	 * it instead of calling poll_msg */
+	/* what poll_msg takes from, once open: idle progress peeks at it
+	 * (coop_provider_msg_ready) instead of calling poll_msg - the ring,
+	 * and the fast boxes (shm) or NULL */
 	const struct coop_ring *rx;
+	const struct coop_fbox_rx *inbox;
 	int rank;
 	int nranks;
 	unsigned flags;		/* COOP_PROV_* */
 	unsigned caps;		/* COOP_PROV_CAP_* */
 	unsigned ring_slots;	/* wanted ring size, power of two (shm) */
+	unsigned fbox_slots;	/* fast box size, power of two; 0: none */
+	unsigned fbox_senders;	/* senders that may have one at a rank */
 	int verbose;		/* log decisions on stderr */
 	/* the offload engine: wanted (set before open) ... */
 	unsigned engine_want;	/* enum coop_engine_choice */
@@ -197,6 +206,12 @@ struct coop_provider {
 	void *engine;
 	const uint64_t *engine_load;
 };
+
+/* Is a message there for poll_msg?  Safe without the consumer's lock. */
+static inline int coop_provider_msg_ready(const struct coop_provider *p)
+{
+	return coop_ring_ready(p->rx) || (p->inbox && coop_fbox_ready(p->inbox));
+}
 
 /*
  * Provider registry (provider.c): the providers this build knows, in

@@ -103,8 +103,7 @@ int coop_ring_enqueue(struct coop_ring *r, const void *msgs, unsigned n)
 	/* the first last: a consumer that finds it finds all */
 	for (i = n; i-- > 0;)
 		STORE_REL(&r->seq[(pos + i) & r->mask], pos + i + 1);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return LOAD_RLX(&h->wake_requested) ? 1 : 0;
+	return coop_ring_wake_wanted(r);
 }
 
 int coop_ring_dequeue(struct coop_ring *r, void *msgs, unsigned n)

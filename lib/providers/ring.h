@@ -36,6 +36,18 @@ void coop_ring_format(void *mem, uint32_t slots, uint32_t ep_id,
  * than the ring holds), -EPIPE when the owner closed the ring.
  */
 int coop_ring_enqueue(struct coop_ring *r, const void *msgs, unsigned n);
+/*
+ * Producer, after publishing messages (here or in a fast box of the
+ * consumer's): did the consumer ask for a doorbell?  The full fence pairs
+ * with coop_ring_arm()'s: either it sees our message or we its request.
+ */
+static inline int coop_ring_wake_wanted(const struct coop_ring *r)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&r->hdr->wake_requested, __ATOMIC_RELAXED) ?
+	       1 : 0;
+}
+
 /* Dequeue n consecutive messages into msgs, all or none: 1 got them,
  * 0 not (all) there. */
 int coop_ring_dequeue(struct coop_ring *r, void *msgs, unsigned n);

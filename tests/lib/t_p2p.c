@@ -422,10 +422,11 @@ START_TEST(test_bsend)
 END_TEST
 
 /*
- * Far more packets than ring slots before the receiver looks, of sizes
- * that go in one packet, in a span (which then finds the ring full and
- * takes a bounce slot or a rendezvous) and in a bounce slot: each
- * message arrives whole and in order.
+ * Far more packets than ring (or fast box) slots before the receiver
+ * looks, of sizes that go in one packet, in a span (which then finds no
+ * room and takes a bounce slot or a rendezvous) and in a bounce slot,
+ * from every other rank to rank 0: each message arrives whole and in
+ * its sender's order.
  */
 static int overflow_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
@@ -434,39 +435,51 @@ static int overflow_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	coop_request_t **r = calloc(N, sizeof(*r));
 	unsigned char *bufs = malloc((size_t)N * MAXLEN);
 	coop_status_t st;
-	int i;
+	int i, src;
 
 	(void)arg;
 	T_ASSERT(r && bufs, "calloc");
-	for (i = 0; i < N && rank == 0; i++) {
-		t_fill(bufs + (size_t)i * MAXLEN, lens[i % 4], (uint32_t)i);
-		T_OK(coop_isend(ctx, bufs + (size_t)i * MAXLEN, lens[i % 4], 1,
+	for (i = 0; i < N && rank; i++) {
+		t_fill(bufs + (size_t)i * MAXLEN, lens[i % 4],
+		       (uint32_t)(i * size + rank));
+		T_OK(coop_isend(ctx, bufs + (size_t)i * MAXLEN, lens[i % 4], 0,
 				i % 3, COMM, 0, &r[i]));
 	}
-	if (rank == 0) {
+	if (rank) {
 		t_barrier(ctx, rank, size);
 		T_OK(coop_waitall(N, r, NULL));
 	} else {
 		usleep(50000);
 		t_barrier(ctx, rank, size);
-		for (i = 0; i < N; i++) {
-			T_OK(coop_recv(ctx, bufs, MAXLEN, 0, i % 3, COMM, 0,
-				       &st));
-			T_ASSERT(st.count == lens[i % 4] &&
-				 t_check(bufs, st.count, (uint32_t)i) < 0,
-				 "message %d: %zu bytes", i, st.count);
-		}
+		for (i = 0; i < N; i++)
+			for (src = 1; src < size; src++) {
+				T_OK(coop_recv(ctx, bufs, MAXLEN, src, i % 3,
+					       COMM, 0, &st));
+				T_ASSERT(st.count == lens[i % 4] &&
+					 t_check(bufs, st.count,
+						 (uint32_t)(i * size + src)) < 0,
+					 "message %d of %d: %zu bytes", i, src,
+					 st.count);
+			}
 	}
 	free(bufs);
 	free(r);
 	return 0;
 }
 
+/* The shared ring alone; then one sender through a 4-slot fast box and
+ * the other, which finds no box left, through the ring. */
 START_TEST(test_ring_overflow)
 {
-	static const char *const env[] = { "COOP_RING_SLOTS=64", NULL };
+	static const char *const ring[] = { "COOP_RING_SLOTS=64",
+					    "COOP_FBOX_SLOTS=0", NULL };
+	static const char *const mixed[] = { "COOP_RING_SLOTS=64",
+					     "COOP_FBOX_SLOTS=4",
+					     "COOP_FBOX_SENDERS=1", NULL };
 
-	ck_assert_int_eq(run_ranks(2, env, overflow_rank, NULL, 60, NULL), 0);
+	ck_assert_int_eq(run_ranks(2, ring, overflow_rank, NULL, 60, NULL), 0);
+	ck_assert_int_eq(run_ranks(3, mixed, overflow_rank, NULL, 90, NULL),
+			 0);
 }
 END_TEST
 

@@ -40,6 +40,7 @@ int main(void)
 	suite_add_tcase(s, tc_msg());
 	suite_add_tcase(s, tc_threads());
 	suite_add_tcase(s, tc_neighbor());
+	suite_add_tcase(s, tc_fbox());
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fbox.h - fast boxes: a single-producer queue per sender in the
+ * receiver's memory, beside the shared mailbox ring (shm provider).
+ *
+ * Why: a ring message costs the receiver two dependent cache misses (the
+ * slot's sequence word, then the slot) and every producer a CAS on the
+ * shared tail.  In a box the message's own first word says it is there:
+ * one line per message, nothing shared between senders (Open MPI's
+ * vader fast boxes are the model).
+ *
+ * The receiver's segment (one file per rank):
+ *   offset 0     struct coop_fbox_seg (header line, claims line, the
+ *                list of claimed boxes)
+ *   offset 4096  box[sender] for every rank of the domain: a control
+ *                line the receiver writes (head: slots taken), a line
+ *                left empty (the adjacent-line prefetcher pairs lines),
+ *                then slots * 64-byte messages.
+ * A slot is full when its first 8 bytes are not zero: a sender writes a
+ * message's other bytes (and the span's later messages) first and its
+ * first word last (release); the receiver copies a message out, zeroes
+ * the first word of every slot it took, then moves head on (release).
+ * Hence the one rule for users: the first byte of the first message of
+ * a send is never zero (the library's packet type).
+ *
+ * A sender claims its box with its first message (at most the
+ * receiver's max_claims <= COOP_FBOX_ACTIVE_MAX senders, in the order they
+ * come, so the receiver polls a bounded list); one that finds no box left
+ * uses the ring, always.  A pair uses exactly one of the two, so FIFO per pair
+ * needs nothing more.  A full box is -EAGAIN, as a full ring is.
+ */
+#ifndef COOP_FBOX_H
+#define COOP_FBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coopmpi_uapi.h"
+
+#define COOP_FBOX_MAGIC		0x46424f58U	/* "FBOX" */
+#define COOP_FBOX_VERSION	1
+#define COOP_FBOX_ACTIVE_MAX	64
+#define COOP_FBOX_BOXES_OFF	4096ULL
+#define COOP_FBOX_CTL		128	/* head line + the empty line */
+
+struct coop_fbox_seg {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t nboxes;	/* one per rank of the domain */
+	uint32_t slots;		/* per box, a power of two */
+	uint32_t max_claims;	/* boxes that may be claimed */
+	uint8_t pad0[44];
+	/* claimers' line */
+	uint32_t nclaimed;	/* claims made, may pass max_claims */
+	uint8_t pad1[60];
+	/* rank + 1 of each claim, in claim order (0: being written) */
+	uint32_t claimed[COOP_FBOX_ACTIVE_MAX];
+};
+
+/* Bytes of a segment for nboxes boxes of slots messages. */
+static inline uint64_t coop_fbox_seg_bytes(uint32_t nboxes, uint32_t slots)
+{
+	return COOP_FBOX_BOXES_OFF +
+	       (uint64_t)nboxes * (COOP_FBOX_CTL + (uint64_t)slots *
+				   COOPMPI_MSG_SIZE);
+}
+
+/* A box as its receiver sees it. */
+struct coop_fbox_in {
+	uint64_t *head;		/* the box's control word (shared) */
+	unsigned char *slots;
+	uint64_t taken;		/* our copy of head */
+};
+
+/* The receiver's side of its own segment. */
+struct coop_fbox_rx {
+	struct coop_fbox_seg *seg;
+	uint64_t bytes;
+	uint32_t mask;		/* slots - 1 */
+	uint32_t nboxes;
+	uint32_t max_claims;
+	uint32_t nactive;	/* boxes in active[] */
+	uint32_t next;		/* where the next poll starts */
+	int last;		/* active[] index the last message came from */
+	struct coop_fbox_in active[COOP_FBOX_ACTIVE_MAX];
+};
+
+/* A sender's view of one receiver's segment. */
+struct coop_fbox_tx {
+	struct coop_fbox_seg *seg;
+	uint64_t bytes;
+	uint64_t *head;		/* our box's control word, once claimed */
+	unsigned char *slots;
+	uint32_t mask;
+	int state;		/* COOP_FBOX_* below */
+	uint64_t tail;		/* slots written */
+	uint64_t seen_head;	/* the receiver's head as last read */
+};
+
+enum { COOP_FBOX_UNCLAIMED, COOP_FBOX_OWN, COOP_FBOX_NONE };
+
+/* Format a fresh (zero) segment at mem, its owner, before anyone maps
+ * it: slots a power of two >= 4, max_claims <= COOP_FBOX_ACTIVE_MAX. */
+void coop_fbox_format(void *mem, uint32_t nboxes, uint32_t slots,
+		      uint32_t max_claims);
+/* Bind rx to our formatted segment. */
+void coop_fbox_rx_attach(struct coop_fbox_rx *rx, void *mem, uint64_t bytes);
+/* Bind tx to a peer's mapped segment: 0, or -EINVAL when it is not one
+ * (or too short for its header's size). */
+int coop_fbox_tx_attach(struct coop_fbox_tx *tx, void *mem, uint64_t bytes);
+
+/*
+ * Sender (one thread at a time per tx): enqueue n messages (msgs holds
+ * n; n <= slots) from rank me.  0 sent, -EAGAIN the box is full, -ENOENT
+ * no box for us (use the ring from now on; said once, then always),
+ * -EINVAL the first byte is zero.
+ */
+int coop_fbox_send(struct coop_fbox_tx *tx, int me, const void *msgs,
+		   unsigned n);
+/* Receiver: take one message (the first of a span): 1 got one, 0 none.
+ * Boxes are polled in turn from where the last poll stopped. */
+int coop_fbox_poll(struct coop_fbox_rx *rx, void *msg);
+/* Receiver: take the n messages that followed the one poll gave last
+ * (its span; the sender wrote them before it). */
+void coop_fbox_poll_more(struct coop_fbox_rx *rx, void *msgs, unsigned n);
+
+/*
+ * Receiver: is a message there, or a box newly claimed (a poll takes
+ * it on)?  Reads shared words atomically and our own with relaxed
+ * atomics, so a sleeper may ask without the consumer's lock.
+ */
+static inline int coop_fbox_ready(const struct coop_fbox_rx *rx)
+{
+	uint32_t i, n = __atomic_load_n(&rx->nactive, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&rx->seg->nclaimed, __ATOMIC_RELAXED) != n &&
+	    n < rx->max_claims)
+		return 1;
+	for (i = 0; i < n; i++) {
+		const struct coop_fbox_in *b = &rx->active[i];
+		uint64_t t = __atomic_load_n(&b->taken, __ATOMIC_RELAXED);
+
+		if (__atomic_load_n((const uint64_t *)(b->slots +
+						       (t & rx->mask) *
+						       COOPMPI_MSG_SIZE),
+				    __ATOMIC_RELAXED))
+			return 1;
+	}
+	return 0;
+}
+
+#endif
