@@ -48,6 +48,7 @@ void coop_fbox_rx_attach(struct coop_fbox_rx *rx, void *mem, uint64_t bytes)
 	rx->seg = mem;
 	rx->bytes = bytes;
 	rx->mask = rx->seg->slots - 1;
+	rx->shift = (uint32_t)__builtin_ctz(rx->seg->slots);
 	rx->nboxes = rx->seg->nboxes;
 	rx->max_claims = rx->seg->max_claims;
 }
@@ -69,6 +70,7 @@ int coop_fbox_tx_attach(struct coop_fbox_tx *tx, void *mem, uint64_t bytes)
 	tx->seg = seg;
 	tx->bytes = bytes;
 	tx->mask = slots - 1;
+	tx->shift = (uint32_t)__builtin_ctz(slots);
 	return 0;
 }
 
@@ -114,7 +116,7 @@ int coop_fbox_send(struct coop_fbox_tx *tx, int me, const void *msgs,
 			return -ENOENT;
 	}
 	memcpy(&word, m, sizeof(word));
-	if (unlikely(!(word & 0xff)))
+	if (unlikely(!(word & 0xff) || (word & 0x80)))
 		return -EINVAL;
 	if (unlikely(n - 1 > tx->mask) || !room_for(tx, n))
 		return -EAGAIN;
@@ -124,11 +126,9 @@ int coop_fbox_send(struct coop_fbox_tx *tx, int me, const void *msgs,
 	memcpy((unsigned char *)first_word(tx->slots, tx->mask, tx->tail) +
 	       sizeof(word), m + sizeof(word),
 	       COOPMPI_MSG_SIZE - sizeof(word));
+	word |= ((tx->tail >> tx->shift) & 1) << 7;
 	STORE_REL(first_word(tx->slots, tx->mask, tx->tail), word);
 	tx->tail += n;
-	/* the next message's line, ours before we need it (the receiver
-	 * wrote it last, zeroing its first word) */
-	__builtin_prefetch(first_word(tx->slots, tx->mask, tx->tail), 1);
 	return 0;
 }
 
@@ -153,9 +153,11 @@ static void take_claims(struct coop_fbox_rx *rx)
 	}
 }
 
-/* Copy n messages of box b out from its head on, empty their slots. */
+/* Copy n messages of box b out from its head on; first: the first of a
+ * send (its lap bit goes), else the later ones of a span (their first
+ * byte is data, which must not pass for a message a lap on). */
 static void take(struct coop_fbox_rx *rx, struct coop_fbox_in *b, void *msgs,
-		 unsigned n)
+		 unsigned n, int first)
 {
 	uint64_t pos = b->taken;
 	unsigned i;
@@ -165,10 +167,13 @@ static void take(struct coop_fbox_rx *rx, struct coop_fbox_in *b, void *msgs,
 
 		memcpy((unsigned char *)msgs + i * COOPMPI_MSG_SIZE, w,
 		       COOPMPI_MSG_SIZE);
-		STORE_RLX(w, 0);
+		if (!first)
+			STORE_RLX(w, 0);
 	}
+	if (first)
+		*(unsigned char *)msgs &= 0x7f;
 	STORE_RLX(&b->taken, pos + n);
-	/* release: the slots are read and emptied before the sender
+	/* release: the slots are read (and emptied) before the sender
 	 * writes them again */
 	STORE_REL(b->head, pos + n);
 }
@@ -184,9 +189,11 @@ int coop_fbox_poll(struct coop_fbox_rx *rx, void *msg)
 	for (i = 0, k = rx->next; i < n; i++, k = k + 1 == n ? 0 : k + 1) {
 		struct coop_fbox_in *b = &rx->active[k];
 
-		if (!LOAD_ACQ(first_word(b->slots, rx->mask, b->taken)))
+		if (!coop_fbox_full(LOAD_ACQ(first_word(b->slots, rx->mask,
+							b->taken)),
+				    b->taken, rx->shift))
 			continue;
-		take(rx, b, msg, 1);
+		take(rx, b, msg, 1, 1);
 		rx->last = (int)k;
 		rx->next = k + 1 == n ? 0 : k + 1;
 		return 1;
@@ -196,5 +203,5 @@ int coop_fbox_poll(struct coop_fbox_rx *rx, void *msg)
 
 void coop_fbox_poll_more(struct coop_fbox_rx *rx, void *msgs, unsigned n)
 {
-	take(rx, &rx->active[rx->last], msgs, n);
+	take(rx, &rx->active[rx->last], msgs, n, 0);
 }

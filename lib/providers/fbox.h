@@ -16,12 +16,16 @@
  *                line the receiver writes (head: slots taken), a line
  *                left empty (the adjacent-line prefetcher pairs lines),
  *                then slots * 64-byte messages.
- * A slot is full when its first 8 bytes are not zero: a sender writes a
- * message's other bytes (and the span's later messages) first and its
- * first word last (release); the receiver copies a message out, zeroes
- * the first word of every slot it took, then moves head on (release).
- * Hence the one rule for users: the first byte of the first message of
- * a send is never zero (the library's packet type).
+ * A slot holds a message for the receiver when its first byte is its
+ * lap's: not zero, its top bit the lap's parity (slot position / slots,
+ * odd or even).  A sender writes a message's other bytes (and the span's
+ * later messages) first and its first word last (release), the parity
+ * in the first byte's top bit; the receiver copies the message out with
+ * that bit cleared, zeroes the first word of a span's later slots (their
+ * first byte is data), then moves head on (release).  So a message
+ * costs the receiver one line it only reads, and a sender one line it
+ * only writes.  Hence the one rule for users: the first byte of the
+ * first message of a send is 1..127 (the library's packet type).
  *
  * A sender claims its box with its first message (at most the
  * receiver's max_claims <= COOP_FBOX_ACTIVE_MAX senders, in the order they
@@ -72,11 +76,20 @@ struct coop_fbox_in {
 	uint64_t taken;		/* our copy of head */
 };
 
+/* Is the slot at pos, whose first word is w, full for its reader? */
+static inline int coop_fbox_full(uint64_t w, uint64_t pos, unsigned shift)
+{
+	uint64_t b = w & 0xff;
+
+	return b && b >> 7 == ((pos >> shift) & 1);
+}
+
 /* The receiver's side of its own segment. */
 struct coop_fbox_rx {
 	struct coop_fbox_seg *seg;
 	uint64_t bytes;
 	uint32_t mask;		/* slots - 1 */
+	uint32_t shift;		/* log2(slots) */
 	uint32_t nboxes;
 	uint32_t max_claims;
 	uint32_t nactive;	/* boxes in active[] */
@@ -92,6 +105,7 @@ struct coop_fbox_tx {
 	uint64_t *head;		/* our box's control word, once claimed */
 	unsigned char *slots;
 	uint32_t mask;
+	uint32_t shift;
 	int state;		/* COOP_FBOX_* below */
 	uint64_t tail;		/* slots written */
 	uint64_t seen_head;	/* the receiver's head as last read */
@@ -113,7 +127,7 @@ int coop_fbox_tx_attach(struct coop_fbox_tx *tx, void *mem, uint64_t bytes);
  * Sender (one thread at a time per tx): enqueue n messages (msgs holds
  * n; n <= slots) from rank me.  0 sent, -EAGAIN the box is full, -ENOENT
  * no box for us (use the ring from now on; said once, then always),
- * -EINVAL the first byte is zero.
+ * -EINVAL the first byte is not 1..127.
  */
 int coop_fbox_send(struct coop_fbox_tx *tx, int me, const void *msgs,
 		   unsigned n);
@@ -140,10 +154,11 @@ static inline int coop_fbox_ready(const struct coop_fbox_rx *rx)
 		const struct coop_fbox_in *b = &rx->active[i];
 		uint64_t t = __atomic_load_n(&b->taken, __ATOMIC_RELAXED);
 
-		if (__atomic_load_n((const uint64_t *)(b->slots +
-						       (t & rx->mask) *
-						       COOPMPI_MSG_SIZE),
-				    __ATOMIC_RELAXED))
+		if (coop_fbox_full(__atomic_load_n((const uint64_t *)
+						   (b->slots + (t & rx->mask) *
+						    COOPMPI_MSG_SIZE),
+						   __ATOMIC_RELAXED), t,
+				   rx->shift))
 			return 1;
 	}
 	return 0;

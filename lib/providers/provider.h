@@ -83,8 +83,8 @@ struct coop_provider_ops {
 	 * Control messages (COOPMPI_MSG_SIZE bytes, FIFO per peer pair).
 	 * send_msg enqueues n of them (msg holds n, a span) in consecutive
 	 * slots, all or none: 0, -EAGAIN (the ring is full), other -errno
-	 * (the peer is gone).  The first byte of msg is never zero (the
-	 * shm provider's fast boxes tell a full slot by it).
+	 * (the peer is gone).  The first byte of msg is 1..127 (the shm
+	 * provider's fast boxes tell a full slot by it).
 	 */
 	int (*send_msg)(struct coop_provider *p, int peer, const void *msg,
 			unsigned n);

@@ -6,12 +6,13 @@
  * - a message is there for the receiver (coop_fbox_ready, poll) only
  *   once sent, and exactly as sent;
  * - spans of 1-4 messages, sent and taken in random turns over many
- *   laps of an 8-slot box: FIFO, whole, and a full box is -EAGAIN until
- *   the receiver took enough (never a slot written twice);
+ *   laps of an 8-slot box: FIFO, whole (a slot of the lap before never
+ *   passes for a message), and a full box is -EAGAIN until the receiver
+ *   took enough (never a slot written twice);
  * - claims: the first max_claims senders get a box, the next gets
  *   -ENOENT and keeps getting it; every claimed box is polled;
- * - refusals: a first byte of zero (-EINVAL), more messages than the box
- *   holds (-EAGAIN), segments that are not one (-EINVAL);
+ * - refusals: a first byte of 0 or above 127 (-EINVAL), more messages
+ *   than the box holds (-EAGAIN), segments that are not one (-EINVAL);
  * - a sender in another process: 200000 messages in random spans, in
  *   order, while the receiver polls.
  */
@@ -209,6 +210,8 @@ START_TEST(test_fbox_refusals)
 	span_fill(m, 1, SLOTS + 1, 0);
 	ck_assert_int_eq(coop_fbox_send(&g.tx[1], 1, m, SLOTS + 1), -EAGAIN);
 	m[0] = 0;
+	ck_assert_int_eq(coop_fbox_send(&g.tx[1], 1, m, 1), -EINVAL);
+	m[0] = 0x81;	/* the top bit is the box's */
 	ck_assert_int_eq(coop_fbox_send(&g.tx[1], 1, m, 1), -EINVAL);
 	/* the claim is news until a poll takes it on; nothing was sent */
 	ck_assert_int_eq(coop_fbox_ready(&g.rx), 1);
