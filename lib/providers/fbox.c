@@ -6,8 +6,7 @@
 #include "fbox.h"
 #include "util.h"
 
-_Static_assert(offsetof(struct coop_fbox_seg, nclaimed) == 64 &&
-	       offsetof(struct coop_fbox_seg, claimed) == 128 &&
+_Static_assert(offsetof(struct coop_fbox_seg, claimed) == 64 &&
 	       sizeof(struct coop_fbox_seg) <= COOP_FBOX_BOXES_OFF,
 	       "fast box header lines");
 
@@ -78,19 +77,25 @@ int coop_fbox_tx_attach(struct coop_fbox_tx *tx, void *mem, uint64_t bytes)
 static int claim(struct coop_fbox_tx *tx, int me)
 {
 	struct coop_fbox_seg *seg = tx->seg;
-	uint32_t i;
+	uint32_t i, free_entry;
 	unsigned char *box;
 
 	tx->state = COOP_FBOX_NONE;
 	if (me < 0 || (uint32_t)me >= seg->nboxes)
 		return -ENOENT;
-	i = __atomic_fetch_add(&seg->nclaimed, 1, __ATOMIC_ACQ_REL);
-	if (i >= seg->max_claims)
+	for (i = 0; i < seg->max_claims; i++) {
+		free_entry = 0;
+		if (__atomic_compare_exchange_n(&seg->claimed[i], &free_entry,
+						(uint32_t)me + 1, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			break;
+	}
+	if (i == seg->max_claims)
 		return -ENOENT;
 	box = box_at(seg, (uint32_t)me);
 	tx->head = (uint64_t *)box;
 	tx->slots = box + COOP_FBOX_CTL;
-	STORE_REL(&seg->claimed[i], (uint32_t)me + 1);
 	tx->state = COOP_FBOX_OWN;
 	return 0;
 }
@@ -99,7 +104,8 @@ static int room_for(struct coop_fbox_tx *tx, unsigned n)
 {
 	if (tx->tail + n - tx->seen_head <= (uint64_t)tx->mask + 1)
 		return 1;
-	/* acquire: the receiver zeroed those slots before it moved head */
+	/* acquire: the receiver read (and emptied) those slots before it
+	 * moved head */
 	tx->seen_head = LOAD_ACQ(tx->head);
 	return tx->tail + n - tx->seen_head <= (uint64_t)tx->mask + 1;
 }
@@ -132,8 +138,7 @@ int coop_fbox_send(struct coop_fbox_tx *tx, int me, const void *msgs,
 	return 0;
 }
 
-/* Take claims made since we last looked (a claimer writes its entry
- * after it counted itself: an entry still 0 is taken on a later poll). */
+/* Take the claims made since we last looked. */
 static void take_claims(struct coop_fbox_rx *rx)
 {
 	uint32_t n = rx->nactive;
@@ -182,8 +187,8 @@ int coop_fbox_poll(struct coop_fbox_rx *rx, void *msg)
 {
 	uint32_t i, k, n;
 
-	if (unlikely(LOAD_RLX(&rx->seg->nclaimed) != rx->nactive) &&
-	    rx->nactive < rx->max_claims)
+	if (unlikely(rx->nactive < rx->max_claims &&
+		     LOAD_RLX(&rx->seg->claimed[rx->nactive])))
 		take_claims(rx);
 	n = rx->nactive;
 	for (i = 0, k = rx->next; i < n; i++, k = k + 1 == n ? 0 : k + 1) {

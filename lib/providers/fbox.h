@@ -10,8 +10,8 @@
  * vader fast boxes are the model).
  *
  * The receiver's segment (one file per rank):
- *   offset 0     struct coop_fbox_seg (header line, claims line, the
- *                list of claimed boxes)
+ *   offset 0     struct coop_fbox_seg (header line, then the list of
+ *                claimed boxes)
  *   offset 4096  box[sender] for every rank of the domain: a control
  *                line the receiver writes (head: slots taken), a line
  *                left empty (the adjacent-line prefetcher pairs lines),
@@ -27,10 +27,11 @@
  * only writes.  Hence the one rule for users: the first byte of the
  * first message of a send is 1..127 (the library's packet type).
  *
- * A sender claims its box with its first message (at most the
- * receiver's max_claims <= COOP_FBOX_ACTIVE_MAX senders, in the order they
- * come, so the receiver polls a bounded list); one that finds no box left
- * uses the ring, always.  A pair uses exactly one of the two, so FIFO per pair
+ * A sender claims its box with its first message: it writes its rank + 1
+ * into the list's first free entry (CAS), so the list fills in order and
+ * a sender that dies meanwhile leaves no gap.  At most the receiver's
+ * max_claims <= COOP_FBOX_ACTIVE_MAX senders do (the receiver polls a
+ * bounded list); one that finds no entry left uses the ring, always.  A pair uses exactly one of the two, so FIFO per pair
  * needs nothing more.  A full box is -EAGAIN, as a full ring is.
  */
 #ifndef COOP_FBOX_H
@@ -54,10 +55,7 @@ struct coop_fbox_seg {
 	uint32_t slots;		/* per box, a power of two */
 	uint32_t max_claims;	/* boxes that may be claimed */
 	uint8_t pad0[44];
-	/* claimers' line */
-	uint32_t nclaimed;	/* claims made, may pass max_claims */
-	uint8_t pad1[60];
-	/* rank + 1 of each claim, in claim order (0: being written) */
+	/* claimers' lines: rank + 1 of each claim in claim order, 0 free */
 	uint32_t claimed[COOP_FBOX_ACTIVE_MAX];
 };
 
@@ -147,8 +145,8 @@ static inline int coop_fbox_ready(const struct coop_fbox_rx *rx)
 {
 	uint32_t i, n = __atomic_load_n(&rx->nactive, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&rx->seg->nclaimed, __ATOMIC_RELAXED) != n &&
-	    n < rx->max_claims)
+	if (n < rx->max_claims &&
+	    __atomic_load_n(&rx->seg->claimed[n], __ATOMIC_RELAXED))
 		return 1;
 	for (i = 0; i < n; i++) {
 		const struct coop_fbox_in *b = &rx->active[i];
