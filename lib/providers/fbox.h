@@ -5,7 +5,7 @@
  *
  * Why: a ring message costs the receiver two dependent cache misses (the
  * slot's sequence word, then the slot) and every producer a CAS on the
- * shared tail.  In a box the message's own first word says it is there:
+ * shared tail.  In a box the message's own first byte says it is there:
  * one line per message, nothing shared between senders (Open MPI's
  * vader fast boxes are the model).
  *
@@ -31,8 +31,9 @@
  * into the list's first free entry (CAS), so the list fills in order and
  * a sender that dies meanwhile leaves no gap.  At most the receiver's
  * max_claims <= COOP_FBOX_ACTIVE_MAX senders do (the receiver polls a
- * bounded list); one that finds no entry left uses the ring, always.  A pair uses exactly one of the two, so FIFO per pair
- * needs nothing more.  A full box is -EAGAIN, as a full ring is.
+ * bounded list); one that finds no entry left uses the ring, always.  A
+ * pair uses exactly one of the two, so FIFO per pair needs nothing more.
+ * A full box is -EAGAIN, as a full ring is.
  */
 #ifndef COOP_FBOX_H
 #define COOP_FBOX_H
