@@ -11,7 +11,6 @@ _Static_assert(offsetof(struct coop_fbox_seg, claimed) == 64 &&
 	       "fast box header lines");
 
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
@@ -20,12 +19,6 @@ static unsigned char *box_at(struct coop_fbox_seg *seg, uint32_t rank)
 	return (unsigned char *)seg + COOP_FBOX_BOXES_OFF +
 	       (uint64_t)rank * (COOP_FBOX_CTL +
 				 (uint64_t)seg->slots * COOPMPI_MSG_SIZE);
-}
-
-static uint64_t *first_word(unsigned char *slots, uint32_t mask,
-			    uint64_t pos)
-{
-	return (uint64_t *)(slots + (pos & mask) * COOPMPI_MSG_SIZE);
 }
 
 void coop_fbox_format(void *mem, uint32_t nboxes, uint32_t slots,
@@ -127,13 +120,13 @@ int coop_fbox_send(struct coop_fbox_tx *tx, int me, const void *msgs,
 	if (unlikely(n - 1 > tx->mask) || !room_for(tx, n))
 		return -EAGAIN;
 	for (i = 1; i < n; i++)
-		memcpy(first_word(tx->slots, tx->mask, tx->tail + i),
+		memcpy(coop_fbox_slot(tx->slots, tx->mask, tx->tail + i),
 		       m + i * COOPMPI_MSG_SIZE, COOPMPI_MSG_SIZE);
-	memcpy((unsigned char *)first_word(tx->slots, tx->mask, tx->tail) +
+	memcpy((unsigned char *)coop_fbox_slot(tx->slots, tx->mask, tx->tail) +
 	       sizeof(word), m + sizeof(word),
 	       COOPMPI_MSG_SIZE - sizeof(word));
 	word |= ((tx->tail >> tx->shift) & 1) << 7;
-	STORE_REL(first_word(tx->slots, tx->mask, tx->tail), word);
+	STORE_REL(coop_fbox_slot(tx->slots, tx->mask, tx->tail), word);
 	tx->tail += n;
 	return 0;
 }
@@ -168,7 +161,7 @@ static void take(struct coop_fbox_rx *rx, struct coop_fbox_in *b, void *msgs,
 	unsigned i;
 
 	for (i = 0; i < n; i++) {
-		uint64_t *w = first_word(b->slots, rx->mask, pos + i);
+		uint64_t *w = coop_fbox_slot(b->slots, rx->mask, pos + i);
 
 		memcpy((unsigned char *)msgs + i * COOPMPI_MSG_SIZE, w,
 		       COOPMPI_MSG_SIZE);
@@ -187,16 +180,13 @@ int coop_fbox_poll(struct coop_fbox_rx *rx, void *msg)
 {
 	uint32_t i, k, n;
 
-	if (unlikely(rx->nactive < rx->max_claims &&
-		     LOAD_RLX(&rx->seg->claimed[rx->nactive])))
+	if (unlikely(coop_fbox_claim_news(rx, rx->nactive)))
 		take_claims(rx);
 	n = rx->nactive;
 	for (i = 0, k = rx->next; i < n; i++, k = k + 1 == n ? 0 : k + 1) {
 		struct coop_fbox_in *b = &rx->active[k];
 
-		if (!coop_fbox_full(LOAD_ACQ(first_word(b->slots, rx->mask,
-							b->taken)),
-				    b->taken, rx->shift))
+		if (!coop_fbox_in_full(rx, b, b->taken))
 			continue;
 		take(rx, b, msg, 1, 1);
 		rx->last = (int)k;

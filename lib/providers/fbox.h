@@ -75,6 +75,13 @@ struct coop_fbox_in {
 	uint64_t taken;		/* our copy of head */
 };
 
+/* The first word of the slot at position pos. */
+static inline uint64_t *coop_fbox_slot(unsigned char *slots, uint32_t mask,
+				       uint64_t pos)
+{
+	return (uint64_t *)(slots + (pos & mask) * COOPMPI_MSG_SIZE);
+}
+
 /* Is the slot at pos, whose first word is w, full for its reader? */
 static inline int coop_fbox_full(uint64_t w, uint64_t pos, unsigned shift)
 {
@@ -112,6 +119,24 @@ struct coop_fbox_tx {
 
 enum { COOP_FBOX_UNCLAIMED, COOP_FBOX_OWN, COOP_FBOX_NONE };
 
+/* Has box b a message at position pos (its reader's taken)? */
+static inline int coop_fbox_in_full(const struct coop_fbox_rx *rx,
+				    const struct coop_fbox_in *b, uint64_t pos)
+{
+	return coop_fbox_full(__atomic_load_n(coop_fbox_slot(b->slots,
+							     rx->mask, pos),
+					      __ATOMIC_ACQUIRE),
+			      pos, rx->shift);
+}
+
+/* Did a sender claim a box beyond the n we took on? */
+static inline int coop_fbox_claim_news(const struct coop_fbox_rx *rx,
+				       uint32_t n)
+{
+	return n < rx->max_claims &&
+	       __atomic_load_n(&rx->seg->claimed[n], __ATOMIC_RELAXED);
+}
+
 /* Format a fresh (zero) segment at mem, its owner, before anyone maps
  * it: slots a power of two >= 4, max_claims <= COOP_FBOX_ACTIVE_MAX. */
 void coop_fbox_format(void *mem, uint32_t nboxes, uint32_t slots,
@@ -146,18 +171,13 @@ static inline int coop_fbox_ready(const struct coop_fbox_rx *rx)
 {
 	uint32_t i, n = __atomic_load_n(&rx->nactive, __ATOMIC_ACQUIRE);
 
-	if (n < rx->max_claims &&
-	    __atomic_load_n(&rx->seg->claimed[n], __ATOMIC_RELAXED))
+	if (coop_fbox_claim_news(rx, n))
 		return 1;
 	for (i = 0; i < n; i++) {
 		const struct coop_fbox_in *b = &rx->active[i];
-		uint64_t t = __atomic_load_n(&b->taken, __ATOMIC_RELAXED);
 
-		if (coop_fbox_full(__atomic_load_n((const uint64_t *)
-						   (b->slots + (t & rx->mask) *
-						    COOPMPI_MSG_SIZE),
-						   __ATOMIC_RELAXED), t,
-				   rx->shift))
+		if (coop_fbox_in_full(rx, b, __atomic_load_n(&b->taken,
+							     __ATOMIC_RELAXED)))
 			return 1;
 	}
 	return 0;

@@ -609,12 +609,6 @@ static int shm_send_msg(struct coop_provider *p, int peer, const void *msg,
 	return rc;
 }
 
-static int shm_ready(const struct shm_priv *s)
-{
-	return coop_ring_ready(&s->own) ||
-	       (s->inbox.seg && coop_fbox_ready(&s->inbox));
-}
-
 static int poll_fbox(struct shm_priv *s, void *msg)
 {
 	s->from_box = s->inbox.seg && coop_fbox_poll(&s->inbox, msg);
@@ -652,7 +646,7 @@ static void shm_sleep(void *arg, const struct timespec *timeout)
 {
 	struct shm_priv *s = arg;
 
-	if (!s->inbox.seg || !coop_fbox_ready(&s->inbox))
+	if (!(s->inbox.seg && coop_fbox_ready(&s->inbox)))
 		syscall(SYS_futex, &s->own.hdr->wake_requested, FUTEX_WAIT,
 			1, timeout, NULL, 0);
 }
@@ -662,7 +656,7 @@ static int shm_wait_msg(struct coop_provider *p, long timeout_us)
 	struct shm_priv *s = p->priv;
 
 	coop_ring_sleep(&s->own, timeout_us, shm_sleep, s);
-	return shm_ready(s);
+	return coop_provider_msg_ready(p);
 }
 
 /* Our event socket, bound on first use. */
@@ -705,7 +699,7 @@ static int shm_event_arm(struct coop_provider *p, int arm)
 		;
 	s->ev_rung = 0;
 	return coop_ring_arm(&s->own, COOP_RING_WAKE_FD) ||
-	       (s->inbox.seg && coop_fbox_ready(&s->inbox));
+	       coop_provider_msg_ready(p);
 }
 
 static int shm_reg(struct coop_provider *p, void *addr, size_t len,
