@@ -466,7 +466,11 @@ typedef struct coop_stats {
 	uint64_t copy_ns;	/* time this CPU spent in those copies */
 	uint64_t offload_bytes;	/* bytes given to the offload engine */
 	uint64_t sleeps;	/* sleeps of blocked calls (COOP_SLEEP_US) */
-	uint64_t reserved[8];	/* zero: room for later counters */
+	uint64_t backlog_peak;	/* most packets waiting at once for a
+				 * peer's full mailbox */
+	uint64_t unexpected_peak;	/* most messages held at once before
+					 * their receive was posted */
+	uint64_t reserved[6];	/* zero: room for later counters */
 } coop_stats_t;
 
 /*
@@ -514,7 +518,12 @@ COOP_API int coop_irecv(coop_context_t *ctx, void *buf, size_t cap,
 
 /* coop_send / coop_recv - blocking forms (isend/irecv + wait with
  * COOP_F_BLOCKING added).  coop_recv returns the request's error
- * (e.g. COOP_ERR_TRUNCATE) and fills status (may be COOP_STATUS_IGNORE). */
+ * (e.g. COOP_ERR_TRUNCATE) and fills status (may be COOP_STATUS_IGNORE).
+ * A small standard send completes once its packet is queued; while more
+ * than 1024 packets of this rank wait for full mailboxes coop_send also
+ * waits (makes progress) until they went, so a rank that only sends
+ * cannot fill its memory with them (the blocking collectives do the
+ * same; the nonblocking calls never wait). */
 COOP_API int coop_send(coop_context_t *ctx, const void *buf, size_t len,
 		       int dest, int tag, uint32_t comm, unsigned flags);
 COOP_API int coop_recv(coop_context_t *ctx, void *buf, size_t cap, int source,

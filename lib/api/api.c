@@ -226,9 +226,11 @@ static int send_locked(coop_context_t *ctx, const void *buf, size_t len,
 		return rc;
 	rc = send_checked(ctx, buf, len, dest, tag, comm,
 			  flags | COOP_F_BLOCKING, &r);
-	if (rc || r == &ctx->done_req)
-		return rc;
-	return coop_wait_locked(&r, COOP_STATUS_IGNORE);
+	if (!rc && r != &ctx->done_req)
+		rc = coop_wait_locked(&r, COOP_STATUS_IGNORE);
+	if (!rc)
+		coop_wait_backlog(ctx);
+	return rc;
 }
 
 int coop_send(coop_context_t *ctx, const void *buf, size_t len, int dest,

@@ -82,6 +82,16 @@ static int wait_internal(struct coop_request *r)
 	return r->err;
 }
 
+void coop_wait_backlog(struct coop_context *ctx)
+{
+	if (likely(!coop_backlog_full(ctx)))
+		return;
+	do
+		progress_blocked(ctx);
+	while (coop_backlog_full(ctx));
+	ctx->idle = 0;
+}
+
 int coop_wait_locked(coop_request_t **req, coop_status_t *status)
 {
 	if (!req)

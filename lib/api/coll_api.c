@@ -81,7 +81,10 @@ static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
 		*req = r;
 		return COOP_SUCCESS;
 	}
-	return coop_wait_locked(&r, NULL);
+	rc = coop_wait_locked(&r, NULL);
+	if (!rc)
+		coop_wait_backlog(t->ctx);
+	return rc;
 }
 
 static int nbr(coop_topo_t *t, const struct nbr_args *a, coop_request_t **req,

@@ -542,6 +542,16 @@ COOP_HIDDEN int coop_work_pending(const struct coop_context *ctx);
 /* Until all backlogged packets went out (or their peers died). */
 COOP_HIDDEN void coop_flush_backlog(struct coop_context *ctx);
 
+/* Packets waiting for full mailboxes above which a blocking call waits
+ * for them to go, so a rank that only sends cannot fill its memory. */
+#define COOP_BACKLOG_MANY 1024
+
+/* Should a blocking call that sent wait for the backlog to drain? */
+static inline int coop_backlog_full(const struct coop_context *ctx)
+{
+	return ctx->pkts.live > COOP_BACKLOG_MANY;
+}
+
 /* ---------------- context (context.c) ---------------- */
 
 /* The core's part of coop_init: configuration, pools, the provider, peers

@@ -51,6 +51,8 @@ static int backlog_add(struct coop_context *ctx, int peer,
 	dlist_add_tail(&pe->backlog, &n->link);
 	if (pe->nbacklog++ == 0)
 		ctx->nbacklogged++;
+	ctx->stats.backlog_peak = COOP_MAX(ctx->stats.backlog_peak,
+					   (uint64_t)ctx->pkts.live);
 	return COOP_SUCCESS;
 }
 

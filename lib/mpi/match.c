@@ -101,6 +101,8 @@ int coop_match_add_unexpected(struct coop_context *ctx,
 		u->d.data = u->data;
 	}
 	dlist_add_tail(&ctx->mpi->umq, &u->link);
+	ctx->stats.unexpected_peak = COOP_MAX(ctx->stats.unexpected_peak,
+					      (uint64_t)ctx->proto->msgs.live);
 	return COOP_SUCCESS;
 }
 

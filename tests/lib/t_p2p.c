@@ -5,6 +5,7 @@
  * buffered sends, control-ring overflow.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "harness.h"
@@ -483,6 +484,113 @@ START_TEST(test_ring_overflow)
 }
 END_TEST
 
+/*
+ * Counters of memory held for later: rank 1 sends HELD_MSGS messages and
+ * waits; rank 0 probes for the last, so all of them are unexpected at
+ * once, then receives them (coop_stats_t.unexpected_peak is exactly
+ * HELD_MSGS).  Then a one-way flood before the receiver looks: rank 1
+ * starts FLOOD_ISENDS sends that cannot go (rank 0 does not call the
+ * library until they all returned: isend stays local however long the
+ * backlog), then makes FLOOD_SENDS blocking sends, which wait while more
+ * than FLOOD_BACKLOG_WAIT packets wait: the backlog never grows past the
+ * isends' plus one (without the wait: by about FLOOD_SENDS), and every
+ * message arrives in order.
+ */
+enum {
+	HELD_MSGS = 50,		/* fit a fast box and the ring */
+	FLOOD_ISENDS = 3000,	/* more than a mailbox (1024) + the bound */
+	FLOOD_SENDS = 100000,
+	FLOOD_BACKLOG_WAIT = 1024,	/* coop_send's bound (coopmpi.h) */
+};
+
+struct flood_flags {
+	volatile int held_seen;
+	volatile int isends_done;
+};
+
+static void wait_flag(volatile int *flag)
+{
+	while (!*flag)
+		usleep(1000);
+}
+
+static void flood_send(coop_context_t *ctx, struct flood_flags *f)
+{
+	coop_request_t **r = calloc(FLOOD_ISENDS, sizeof(*r));
+	int *vals = calloc(FLOOD_ISENDS, sizeof(*vals));
+	coop_stats_t st;
+	int i;
+
+	T_ASSERT(r && vals, "calloc");
+	for (i = 0; i < HELD_MSGS; i++)
+		T_OK(coop_send(ctx, &i, sizeof(i), 0, i == HELD_MSGS - 1 ? 3 : 0,
+			       COMM, 0));
+	wait_flag(&f->held_seen);
+	for (i = 0; i < FLOOD_ISENDS; i++) {
+		vals[i] = i;
+		T_OK(coop_isend(ctx, &vals[i], sizeof(vals[i]), 0, 1, COMM, 0,
+				&r[i]));
+	}
+	f->isends_done = 1;
+	for (i = 0; i < FLOOD_SENDS; i++)
+		T_OK(coop_send(ctx, &i, sizeof(i), 0, 2, COMM, 0));
+	T_OK(coop_waitall(FLOOD_ISENDS, r, NULL));
+	T_OK(coop_get_stats(ctx, &st));
+	T_ASSERT(st.backlog_peak > FLOOD_BACKLOG_WAIT &&
+		 st.backlog_peak <= FLOOD_ISENDS + 1,
+		 "backlog peak %" PRIu64, st.backlog_peak);
+	free(vals);
+	free(r);
+}
+
+/* count messages with tag from rank 1, their values 0, 1, ... */
+static void recv_in_order(coop_context_t *ctx, int tag, int count)
+{
+	int i, v;
+
+	for (i = 0; i < count; i++) {
+		T_OK(coop_recv(ctx, &v, sizeof(v), 1,
+			       tag < 0 ? COOP_ANY_TAG : tag, COMM, 0, NULL));
+		T_ASSERT(v == i, "tag %d: %d came as message %d", tag, v, i);
+	}
+}
+
+static void flood_recv(coop_context_t *ctx, struct flood_flags *f)
+{
+	coop_stats_t st;
+
+	T_OK(coop_probe(ctx, 1, 3, COMM, NULL));
+	T_OK(coop_get_stats(ctx, &st));
+	T_ASSERT(st.unexpected_peak == HELD_MSGS, "unexpected peak %" PRIu64,
+		 st.unexpected_peak);
+	recv_in_order(ctx, -1, HELD_MSGS);
+	f->held_seen = 1;
+	wait_flag(&f->isends_done);
+	usleep(20000);		/* the blocking sends find full mailboxes */
+	recv_in_order(ctx, 1, FLOOD_ISENDS);
+	recv_in_order(ctx, 2, FLOOD_SENDS);
+}
+
+static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	(void)size;
+	if (rank)
+		flood_send(ctx, arg);
+	else
+		flood_recv(ctx, arg);
+	t_barrier(ctx, rank, 2);
+	return 0;
+}
+
+START_TEST(test_flood_bounded)
+{
+	struct flood_flags *f = shared_alloc(4096);
+
+	ck_assert_int_eq(run_ranks(2, NULL, flood_rank, f, 90, NULL), 0);
+	shared_free(f, 4096);
+}
+END_TEST
+
 /* Ranks disagreeing on protocol settings refuse to connect (no hang). */
 static int never_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
@@ -558,6 +666,7 @@ TCase *tc_p2p(void)
 	tcase_add_test(tc, test_persistent);
 	tcase_add_test(tc, test_bsend);
 	tcase_add_test(tc, test_ring_overflow);
+	tcase_add_test(tc, test_flood_bounded);
 	tcase_add_test(tc, test_config_mismatch);
 	tcase_add_test(tc, test_overlap);
 	return tc;
