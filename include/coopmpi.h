@@ -520,10 +520,10 @@ COOP_API int coop_irecv(coop_context_t *ctx, void *buf, size_t cap,
  * COOP_F_BLOCKING added).  coop_recv returns the request's error
  * (e.g. COOP_ERR_TRUNCATE) and fills status (may be COOP_STATUS_IGNORE).
  * A small standard send completes once its packet is queued; while more
- * than 1024 packets of this rank wait for full mailboxes coop_send also
- * waits (makes progress) until they went, so a rank that only sends
+ * than 1024 packets of this rank wait for dest's full mailbox, coop_send
+ * also waits (makes progress) until they went, so a rank that only sends
  * cannot fill its memory with them (the blocking collectives do the
- * same; the nonblocking calls never wait). */
+ * same for the ranks they sent to; the nonblocking calls never wait). */
 COOP_API int coop_send(coop_context_t *ctx, const void *buf, size_t len,
 		       int dest, int tag, uint32_t comm, unsigned flags);
 COOP_API int coop_recv(coop_context_t *ctx, void *buf, size_t cap, int source,

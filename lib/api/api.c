@@ -229,7 +229,7 @@ static int send_locked(coop_context_t *ctx, const void *buf, size_t len,
 	if (!rc && r != &ctx->done_req)
 		rc = coop_wait_locked(&r, COOP_STATUS_IGNORE);
 	if (!rc)
-		coop_wait_backlog(ctx);
+		coop_wait_backlog(ctx, dest);
 	return rc;
 }
 

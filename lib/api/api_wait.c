@@ -82,13 +82,13 @@ static int wait_internal(struct coop_request *r)
 	return r->err;
 }
 
-void coop_wait_backlog(struct coop_context *ctx)
+void coop_wait_backlog(struct coop_context *ctx, int peer)
 {
-	if (likely(!coop_backlog_full(ctx)))
+	if (likely(peer < 0 || !coop_backlog_full(ctx, peer)))
 		return;
 	do
 		progress_blocked(ctx);
-	while (coop_backlog_full(ctx));
+	while (coop_backlog_full(ctx, peer));
 	ctx->idle = 0;
 }
 

@@ -66,6 +66,20 @@ int coop_topo_get_info(const coop_topo_t *topo, coop_topo_info_t *info)
 
 /* ---------------- the collectives ---------------- */
 
+/* As coop_send: wait while the backlog for a rank the call's plan sends
+ * to is too long (none can be while all backlogs together are short). */
+static void wait_backlogs(coop_topo_t *t, enum coop_nbr_op op)
+{
+	const struct nbr_plan *p = t->plan[op];
+	uint32_t v;
+
+	if (t->ctx->pkts.live <= COOP_BACKLOG_MANY)
+		return;
+	for (v = 0; v < p->nv; v++)
+		if (p->v[v].kind == V_SEND)
+			coop_wait_backlog(t->ctx, p->v[v].peer);
+}
+
 static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
 		      coop_request_t **req, int mode)
 {
@@ -83,7 +97,7 @@ static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
 	}
 	rc = coop_wait_locked(&r, NULL);
 	if (!rc)
-		coop_wait_backlog(t->ctx);
+		wait_backlogs(t, a->op);
 	return rc;
 }
 

@@ -22,10 +22,10 @@ COOP_HIDDEN void coop_msg_layer_init(struct coop_context *ctx);
  * blocking call: coop_send, coop_recv, coop_mrecv): a nested public call
  * would hold it twice and could not let it go while it sleeps. */
 COOP_HIDDEN int coop_wait_locked(coop_request_t **req, coop_status_t *status);
-/* The end of a blocking call that sends (coop_send, the blocking
- * collectives): make progress while the send backlog is too long
- * (coop_backlog_full), as an MPI's blocking send waits for its data to
- * leave; the nonblocking calls must not wait. */
-COOP_HIDDEN void coop_wait_backlog(struct coop_context *ctx);
+/* The end of a blocking call that sent to peer (coop_send, the blocking
+ * collectives; peer < 0: none): make progress while our backlog for it
+ * is too long (coop_backlog_full), as an MPI's blocking send waits for
+ * its data to leave; the nonblocking calls must not wait. */
+COOP_HIDDEN void coop_wait_backlog(struct coop_context *ctx, int peer);
 
 #endif

@@ -542,14 +542,15 @@ COOP_HIDDEN int coop_work_pending(const struct coop_context *ctx);
 /* Until all backlogged packets went out (or their peers died). */
 COOP_HIDDEN void coop_flush_backlog(struct coop_context *ctx);
 
-/* Packets waiting for full mailboxes above which a blocking call waits
- * for them to go, so a rank that only sends cannot fill its memory. */
+/* Packets waiting for a peer's full mailbox above which a blocking call
+ * that sent to it waits for them to go, so a rank that only sends cannot
+ * fill its memory. */
 #define COOP_BACKLOG_MANY 1024
 
-/* Should a blocking call that sent wait for the backlog to drain? */
-static inline int coop_backlog_full(const struct coop_context *ctx)
+/* Should a blocking call that sent to peer wait for its backlog? */
+static inline int coop_backlog_full(const struct coop_context *ctx, int peer)
 {
-	return ctx->pkts.live > COOP_BACKLOG_MANY;
+	return ctx->peers[peer].nbacklog > COOP_BACKLOG_MANY;
 }
 
 /* ---------------- context (context.c) ---------------- */

@@ -29,6 +29,7 @@
  * exactly); a rank killed between calls.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -695,6 +696,47 @@ START_TEST(test_outstanding)
 {
 	ck_assert_int_eq(run_ranks(4, NULL, together_rank, NULL, 60, NULL),
 			 0);
+}
+END_TEST
+
+/*
+ * One edge, 1 -> 0, and FLOOD_CALLS blocking alltoalls while rank 0 is
+ * late: rank 1's calls only send, so their packets pile up in its
+ * backlog - until it holds more than 1024 for rank 0, when each call
+ * waits for them to go (as coop_send does): the backlog's peak is 1025
+ * (without the wait: about FLOOD_CALLS).  Every block arrives in order.
+ */
+enum { FLOOD_CALLS = 4000, FLOOD_BACKLOG_WAIT = 1024 };
+
+static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const int other = !rank;
+	coop_topo_t *topo;
+	coop_stats_t st;
+	int i, v;
+
+	(void)size;
+	(void)arg;
+	T_OK(coop_topo_create(ctx, COMM_BASE, rank ? 0 : 1, &other, NULL,
+			      rank ? 1 : 0, &other, NULL, 0, &topo));
+	if (!rank)
+		usleep(20000);	/* rank 1's calls find a full mailbox */
+	for (i = 0; i < FLOOD_CALLS; i++) {
+		T_OK(coop_neighbor_alltoall(topo, &i, sizeof(i), &v,
+					    sizeof(v)));
+		T_ASSERT(rank || v == i, "call %d got block %d", i, v);
+	}
+	T_OK(coop_get_stats(ctx, &st));
+	T_ASSERT(!rank || (st.backlog_peak > FLOOD_BACKLOG_WAIT &&
+			   st.backlog_peak <= FLOOD_BACKLOG_WAIT + 1),
+		 "backlog peak %" PRIu64, st.backlog_peak);
+	T_OK(coop_topo_free(&topo));
+	return 0;
+}
+
+START_TEST(test_flood_bounded)
+{
+	ck_assert_int_eq(run_ranks(2, NULL, flood_rank, NULL, 60, NULL), 0);
 }
 END_TEST
 
@@ -1651,6 +1693,7 @@ TCase *tc_neighbor(void)
 			    (int)(sizeof(er_p) / sizeof(er_p[0])));
 	tcase_add_loop_test(tc, test_stencil, 0, 2);
 	tcase_add_test(tc, test_outstanding);
+	tcase_add_test(tc, test_flood_bounded);
 	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
 	tcase_add_loop_test(tc, test_exact_hotspot_shared, 0, 2);
 	tcase_add_loop_test(tc, test_exact_er, 0, 3);

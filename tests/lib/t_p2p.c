@@ -492,9 +492,9 @@ END_TEST
  * starts FLOOD_ISENDS sends that cannot go (rank 0 does not call the
  * library until they all returned: isend stays local however long the
  * backlog), then makes FLOOD_SENDS blocking sends, which wait while more
- * than FLOOD_BACKLOG_WAIT packets wait: the backlog never grows past the
- * isends' plus one (without the wait: by about FLOOD_SENDS), and every
- * message arrives in order.
+ * than FLOOD_BACKLOG_WAIT packets wait for rank 0: the backlog never
+ * grows past the isends' plus one (without the wait: by about
+ * FLOOD_SENDS), and every message arrives in order.
  */
 enum {
 	HELD_MSGS = 50,		/* fit a fast box and the ring */
