@@ -466,10 +466,12 @@ typedef struct coop_stats {
 	uint64_t copy_ns;	/* time this CPU spent in those copies */
 	uint64_t offload_bytes;	/* bytes given to the offload engine */
 	uint64_t sleeps;	/* sleeps of blocked calls (COOP_SLEEP_US) */
-	uint64_t backlog_peak;	/* most packets waiting at once for a
-				 * peer's full mailbox */
-	uint64_t unexpected_peak;	/* most messages held at once before
-					 * their receive was posted */
+	uint64_t backlog_peak;	/* most packets waiting at once for full
+				 * mailboxes (all peers together) */
+	uint64_t unexpected_peak;	/* most messages held at once for
+					 * receives not posted yet (RTR mode:
+					 * with the receivers' RTRs held for
+					 * sends not started) */
 	uint64_t reserved[6];	/* zero: room for later counters */
 } coop_stats_t;
 
