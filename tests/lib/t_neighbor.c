@@ -705,26 +705,40 @@ END_TEST
  * backlog - until it holds more than 1024 for rank 0, when each call
  * waits for them to go (as coop_send does): the backlog's peak is 1025
  * (without the wait: about FLOOD_CALLS).  Every block arrives in order.
+ * Rank 0 comes late: a while after rank 1's backlog neared the bound
+ * (FLOOD_NEAR); with manual progress (a progress thread would take the
+ * messages while it is late).
  */
-enum { FLOOD_CALLS = 4000, FLOOD_BACKLOG_WAIT = 1024 };
+enum { FLOOD_CALLS = 4000, FLOOD_BACKLOG_WAIT = 1024, FLOOD_NEAR = 1000 };
+
+static void flood_late(volatile int *near)
+{
+	while (!*near)
+		usleep(1000);
+	usleep(20000 * t_time_scale());	/* rank 1 reaches the bound */
+}
 
 static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
+	volatile int *near = arg;
 	const int other = !rank;
 	coop_topo_t *topo;
 	coop_stats_t st;
 	int i, v;
 
 	(void)size;
-	(void)arg;
 	T_OK(coop_topo_create(ctx, COMM_BASE, rank ? 0 : 1, &other, NULL,
 			      rank ? 1 : 0, &other, NULL, 0, &topo));
 	if (!rank)
-		usleep(20000);	/* rank 1's calls find a full mailbox */
+		flood_late(near);
 	for (i = 0; i < FLOOD_CALLS; i++) {
 		T_OK(coop_neighbor_alltoall(topo, &i, sizeof(i), &v,
 					    sizeof(v)));
 		T_ASSERT(rank || v == i, "call %d got block %d", i, v);
+		if (rank && !*near) {
+			T_OK(coop_get_stats(ctx, &st));
+			*near = st.backlog_peak >= FLOOD_NEAR;
+		}
 	}
 	T_OK(coop_get_stats(ctx, &st));
 	T_ASSERT(!rank || (st.backlog_peak > FLOOD_BACKLOG_WAIT &&
@@ -736,7 +750,11 @@ static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
 
 START_TEST(test_flood_bounded)
 {
-	ck_assert_int_eq(run_ranks(2, NULL, flood_rank, NULL, 60, NULL), 0);
+	static const char *const manual[] = { "COOP_PROGRESS=manual", NULL };
+	int *near = shared_alloc(4096);
+
+	ck_assert_int_eq(run_ranks(2, manual, flood_rank, near, 60, NULL), 0);
+	shared_free(near, 4096);
 }
 END_TEST
 
