@@ -332,6 +332,17 @@ uint64_t t_offload_ops(coop_context_t *ctx)
 	return o.dma_ops + o.hca_ops;
 }
 
+void t_flag_raise(int *flag)
+{
+	__atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+}
+
+void t_flag_wait(const int *flag)
+{
+	while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+		usleep(1000);
+}
+
 void t_barrier(coop_context_t *ctx, int rank, int size)
 {
 	int i;

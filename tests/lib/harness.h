@@ -98,6 +98,11 @@ uint64_t t_offload_bytes(coop_context_t *ctx);
 /* ... their copies in flight. */
 uint64_t t_offload_ops(coop_context_t *ctx);
 void t_barrier(coop_context_t *ctx, int rank, int size);
+/* A flag in shared memory (shared_alloc) between ranks that must not
+ * call the library while they wait: raise it (release), or wait until
+ * it is raised (acquire, polling every millisecond). */
+void t_flag_raise(int *flag);
+void t_flag_wait(const int *flag);
 void t_fill(void *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from t_fill(seed), or -1. */
 long t_check(const void *buf, size_t len, uint32_t seed);

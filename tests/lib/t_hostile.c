@@ -166,8 +166,7 @@ static void hostile(struct hostile_sync *sy)
 	static union coop_pkt p[NGARBAGE];
 	int n;
 
-	while (!__atomic_load_n(&sy->posted, __ATOMIC_ACQUIRE))
-		usleep(1000);
+	t_flag_wait(&sy->posted);
 	rewrite_own_geometry();
 	fill_garbage(p, NGARBAGE, sy->variant == GARBAGE);
 	if (sy->variant == GARBAGE) {
@@ -233,8 +232,7 @@ static int hostile_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	if (rank == HOSTILE) {
 		hostile(sy);
 		/* alive until the end: failed for what it sent */
-		while (!__atomic_load_n(&sy->done, __ATOMIC_ACQUIRE))
-			usleep(1000);
+		t_flag_wait(&sy->done);
 		_exit(0);
 	}
 	if (rank == HONEST) {
@@ -242,12 +240,12 @@ static int hostile_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		return 0;
 	}
 	if (sy->variant == GARBAGE) {
-		__atomic_store_n(&sy->posted, 1, __ATOMIC_RELEASE);
+		t_flag_raise(&sy->posted);
 		goto attacked;
 	}
 	T_OK(coop_irecv(ctx, a, sizeof(a), HOSTILE, 1, COMM, 0, &r1));
 	T_OK(coop_irecv(ctx, b, sizeof(b), HOSTILE, 2, COMM, 0, &r2));
-	__atomic_store_n(&sy->posted, 1, __ATOMIC_RELEASE);
+	t_flag_raise(&sy->posted);
 	rc = finish(&r1);
 	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "the receive the bad message "
 		 "was for: %s", coop_strerror(rc));
@@ -260,7 +258,7 @@ attacked:
 	for (int i = 0; i < 1000; i++)	/* the garbage, dispatched */
 		coop_progress(ctx);
 	honest_exchange(ctx, rank);
-	__atomic_store_n(&sy->done, 1, __ATOMIC_RELEASE);
+	t_flag_raise(&sy->done);
 	return 0;
 }
 

@@ -711,16 +711,15 @@ END_TEST
  */
 enum { FLOOD_CALLS = 4000, FLOOD_BACKLOG_WAIT = 1024, FLOOD_NEAR = 1000 };
 
-static void flood_late(volatile int *near)
+static void flood_late(const int *near)
 {
-	while (!*near)
-		usleep(1000);
+	t_flag_wait(near);
 	usleep(20000 * t_time_scale());	/* rank 1 reaches the bound */
 }
 
 static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	volatile int *near = arg;
+	int *near = arg, nearing = 0;
 	const int other = !rank;
 	coop_topo_t *topo;
 	coop_stats_t st;
@@ -735,9 +734,11 @@ static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_neighbor_alltoall(topo, &i, sizeof(i), &v,
 					    sizeof(v)));
 		T_ASSERT(rank || v == i, "call %d got block %d", i, v);
-		if (rank && !*near) {
+		if (rank && !nearing) {
 			T_OK(coop_get_stats(ctx, &st));
-			*near = st.backlog_peak >= FLOOD_NEAR;
+			nearing = st.backlog_peak >= FLOOD_NEAR;
+			if (nearing)
+				t_flag_raise(near);
 		}
 	}
 	T_OK(coop_get_stats(ctx, &st));

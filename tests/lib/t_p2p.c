@@ -505,15 +505,9 @@ enum {
 };
 
 struct flood_flags {
-	volatile int held_seen;
-	volatile int isends_done;
+	int held_seen;
+	int isends_done;
 };
-
-static void wait_flag(volatile int *flag)
-{
-	while (!*flag)
-		usleep(1000);
-}
 
 static void flood_send(coop_context_t *ctx, struct flood_flags *f)
 {
@@ -526,13 +520,13 @@ static void flood_send(coop_context_t *ctx, struct flood_flags *f)
 	for (i = 0; i < HELD_MSGS; i++)
 		T_OK(coop_send(ctx, &i, sizeof(i), 0, i == HELD_MSGS - 1 ? 3 : 0,
 			       COMM, 0));
-	wait_flag(&f->held_seen);
+	t_flag_wait(&f->held_seen);
 	for (i = 0; i < FLOOD_ISENDS; i++) {
 		vals[i] = i;
 		T_OK(coop_isend(ctx, &vals[i], sizeof(vals[i]), 0, 1, COMM, 0,
 				&r[i]));
 	}
-	f->isends_done = 1;
+	t_flag_raise(&f->isends_done);
 	for (i = 0; i < FLOOD_SENDS; i++)
 		T_OK(coop_send(ctx, &i, sizeof(i), 0, 2, COMM, 0));
 	T_OK(coop_waitall(FLOOD_ISENDS, r, NULL));
@@ -565,8 +559,8 @@ static void flood_recv(coop_context_t *ctx, struct flood_flags *f)
 	T_ASSERT(st.unexpected_peak == HELD_MSGS, "unexpected peak %" PRIu64,
 		 st.unexpected_peak);
 	recv_in_order(ctx, -1, HELD_MSGS);
-	f->held_seen = 1;
-	wait_flag(&f->isends_done);
+	t_flag_raise(&f->held_seen);
+	t_flag_wait(&f->isends_done);
 	usleep(20000);		/* the blocking sends find full mailboxes */
 	recv_in_order(ctx, 1, FLOOD_ISENDS);
 	recv_in_order(ctx, 2, FLOOD_SENDS);
