@@ -712,6 +712,14 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            With EXACT_BYTES too, a rank's own blocks
  *                            to one neighbour share a slot and canary
  *                            (coop_topo_info_t.grouped).
+ * Without STATIC_BUFFERS, blocks of at most COOP_NEIGHBOR_SLOT_OPEN
+ * (1 KiB) go through open slots in the receiver's shared memory: the
+ * sender writes the data and a word after it with its length, or for a
+ * larger block only the word, saying that the block comes as a message.
+ * Readiness is seen as with static slots; sizes that the two ends do
+ * not agree on fail as for messages (COOP_ERR_TRUNCATE: more came, the
+ * receive block holds its first bytes; COOP_ERR_COUNT: fewer).  A
+ * topology whose windows would pass 4 MiB per rank goes without them.
  */
 typedef struct coop_topo coop_topo_t;
 
@@ -771,10 +779,11 @@ typedef struct coop_topo_info {
 	int forwards[2];	/* ... of them carrying other ranks' blocks */
 	int moved[2];		/* messages the tree balancing moved away
 				 * from their origin (whole graph) */
-	int slotted[2];		/* this rank's messages with a static slot
-				 * (STATIC_BUFFERS) */
+	int slotted[2];		/* this rank's messages with a slot (static
+				 * or open) */
 	uint64_t slot_sends[2];	/* messages this rank wrote into slots,
-				 * all calls so far */
+				 * all calls so far (open slots: data of
+				 * at most COOP_NEIGHBOR_SLOT_OPEN) */
 	uint64_t canary_flags[2];	/* ... of them whose last 8 bytes
 					 * were COOP_NBR_CANARY: completion
 					 * was flagged apart (see below) */

@@ -32,6 +32,14 @@
  * before the leader (whose release store publishes them all) and a
  * group's calls in order; the receiver's last member to take the call
  * re-arms the canary.
+ *
+ * Open slots (a topology without STATIC_BUFFERS, whose calls may pass
+ * any sizes): the canary word is a trailer after the data, saying how
+ * long it is - or, for data larger than the slot, that it comes as a
+ * point-to-point message - so the two ends never disagree on which way
+ * a call's data goes, sizes that differ are an error as they are for
+ * messages, and every call takes its buffer (RTR as above).  A trailer
+ * has the top bit clear, the canary has it set: no collisions.
  */
 #include <string.h>
 
@@ -48,6 +56,11 @@ struct slot_hdr {
 _Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
 
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
+
+#define TRAILER_DATA	(1ull << 62)	/* the data is before the trailer */
+#define TRAILER_MSG	(1ull << 61)	/* it comes as a message */
+#define TRAILER_LEN	((1ull << 48) - 1)	/* its bytes; else: lost */
+_Static_assert(COOP_NBR_CANARY >> 63, "a trailer is never the canary");
 #define LOAD_ACQ(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
 
 static struct slot_hdr *slot_of(const struct nbr_plan *p, uint32_t x)
@@ -321,4 +334,54 @@ int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 {
 	taken(p, x, call, 0);
+}
+
+/* ---------------- open slots ---------------- */
+
+int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
+			const void *src, size_t len, int lost)
+{
+	unsigned char *end = buf_end(p, x, call);
+	uint64_t trailer = COOP_MIN((uint64_t)len, TRAILER_LEN);
+	int rc = COOP_SUCCESS;
+
+	p->slots->grp[x].writing = call + 1;
+	if (lost) {
+		trailer = 0;
+	} else if (len <= p->slots->open && len <= p->slots->cap[x] - 8) {
+		memcpy(end - 8 - len, src, len);
+		trailer |= TRAILER_DATA;
+		p->slots->sends++;
+	} else {
+		trailer |= TRAILER_MSG;
+		rc = SLOT_MSG;
+	}
+	__atomic_store_n(canary_of(p, x, call), trailer, __ATOMIC_RELEASE);
+	return rc;
+}
+
+int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
+		       void *dst, size_t len)
+{
+	uint64_t trailer, sent;
+	int rc;
+
+	if (p->slots->next[x] != call)
+		return take_wait(p, x);
+	trailer = LOAD_ACQ(canary_of(p, x, call));
+	if (trailer == COOP_NBR_CANARY)
+		return take_wait(p, x);
+	sent = trailer & TRAILER_LEN;
+	if (trailer & TRAILER_MSG) {
+		rc = SLOT_MSG;
+	} else if (trailer & TRAILER_DATA) {
+		memcpy(dst, buf_end(p, x, call) - 8 - sent,
+		       COOP_MIN(sent, (uint64_t)len));
+		rc = sent == len ? COOP_SUCCESS :
+		     sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
+	} else {
+		rc = COOP_ERR_PEER_DEAD;
+	}
+	taken(p, x, call, 0);
+	return rc;
 }

@@ -73,7 +73,7 @@ struct coop_topo {
 	uint32_t seq;		/* collectives started (tags) */
 	uint64_t calls[NBR_OPS];	/* of each op started */
 	unsigned nreqs;		/* requests of it not freed */
-	/* COOP_TOPO_STATIC_BUFFERS: slots (slots.c) */
+	/* slots (slots.c): STATIC_BUFFERS, or open ones */
 	uint64_t id;		/* names its windows; the same on all ranks */
 	unsigned char **win;	/* [n] windows mapped (ours, peers'), NULL */
 	uint64_t *win_bytes;	/* [n] each rank's window size */
@@ -123,7 +123,8 @@ struct nbr_xfer {
 	int sender_idle;	/* from receives nothing from another rank */
 };
 
-/* A plan's static slots (the whole graph's; slots.c). */
+/* A plan's slots (the whole graph's; slots.c): static ones, or open
+ * ones when the calls' sizes are not fixed (no STATIC_BUFFERS). */
 #define SLOT_HDR 128u
 /*
  * Small transfers between the same two ranks share one slot (a group):
@@ -174,6 +175,10 @@ struct nbr_slots {
 	uint64_t tree_seen;	/* our tree's top's least count, last read */
 	uint64_t sends, flagged;	/* this rank's slot sends, and those
 					 * whose canary word collided */
+	uint64_t open;		/* sizes not fixed (no STATIC_BUFFERS):
+				 * the most bytes an open slot takes
+				 * (COOP_NEIGHBOR_SLOT_OPEN), each call's
+				 * length in a trailer word; 0: fixed */
 	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;	/* sched.c */
 };
 
@@ -195,7 +200,7 @@ struct nbr_plan {
 	uint32_t nsegs;
 	uint64_t temp;		/* scratch bytes an instance needs */
 	uint32_t sends, forwards;
-	struct nbr_slots *slots;	/* STATIC_BUFFERS, else NULL */
+	struct nbr_slots *slots;	/* NULL: none */
 };
 
 /* The global graph's transfers for op with uniform block bytes (balanced
@@ -232,7 +237,7 @@ COOP_HIDDEN int coop_nbr_balance(const struct coop_graph *g,
 				 struct nbr_balance *b,
 				 const struct coop_config *cfg);
 
-/* ---------------- static slots (slots.c, canary.c) ---------------- */
+/* ---------------- slots (slots.c, canary.c) ---------------- */
 
 /* Lay out both plans' slots, create our window and map the ones we
  * touch (collective: every rank gets the same result).  COOP error. */
@@ -246,13 +251,17 @@ COOP_HIDDEN uint32_t coop_nbr_tree_child(const struct nbr_plan *p,
 COOP_HIDDEN uint32_t coop_nbr_tree_top(const struct nbr_plan *p, int from,
 				       unsigned k);
 
-/* Does call's transfer x of len bytes go through its slot? */
+/* Does call's transfer x of len bytes go through its slot?  An open
+ * slot takes every call: a larger one's trailer says a message comes. */
 static inline int coop_nbr_slotted(const struct nbr_plan *p, uint32_t x,
 				   size_t len)
 {
-	return p->slots && len && len <= p->slots->cap[x];
+	if (!p->slots || !p->slots->cap[x])
+		return 0;
+	return p->slots->open || (len && len <= p->slots->cap[x]);
 }
 #define SLOT_WAIT (-1)
+#define SLOT_MSG (-2)	/* open slot: the data comes as a message */
 /* Receiver (owner): arm the canaries of all of x's buffers. */
 COOP_HIDDEN void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x);
 /* Start loading the line of call's canary of x (write: for writing),
@@ -280,6 +289,18 @@ COOP_HIDDEN int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x,
 /* Receiver: call of x went another way; count it consumed. */
 COOP_HIDDEN void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x,
 				    uint64_t call);
+/* Open slots: the sender writes call's data and its length (SUCCESS),
+ * or only that it comes as a message of len bytes (SLOT_MSG), or that
+ * there is none (lost). */
+COOP_HIDDEN int coop_nbr_open_write(struct nbr_plan *p, uint32_t x,
+				    uint64_t call, const void *src,
+				    size_t len, int lost);
+/* Open slots, receiver: take call's data into dst (len bytes):
+ * COOP_SUCCESS, SLOT_WAIT, SLOT_MSG (receive it as a message),
+ * COOP_ERR_TRUNCATE (more came: dst filled) or COOP_ERR_COUNT (fewer),
+ * COOP_ERR_PEER_DEAD (the sender had none). */
+COOP_HIDDEN int coop_nbr_open_take(struct nbr_plan *p, uint32_t x,
+				   uint64_t call, void *dst, size_t len);
 
 /* ---------------- running a plan (sched.c) ---------------- */
 

@@ -16,6 +16,10 @@
  *
  * Tags: transfer id << SEQ_BITS | the call's sequence number, so calls
  * of one topology in flight together never take each other's messages.
+ *
+ * A transfer with a slot (slots.c) is a slot vertex instead, polled by
+ * the upcall; an open slot's vertex becomes a request when the slot
+ * says its data is larger than the slot (SLOT_MSG).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +139,7 @@ static int self_copy(struct nbr_inst *in, uint32_t v)
 	return slen > rlen ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
 }
 
-/* ---------------- slot vertices (STATIC_BUFFERS) ---------------- */
+/* ---------------- slot vertices ---------------- */
 
 static int peer_lost(const struct coop_context *ctx, int peer)
 {
@@ -162,7 +166,30 @@ static void hold_start(struct nbr_inst *in, uint32_t x)
 	poll_link(in);
 }
 
-/* One try of slot vertex v: SLOT_WAIT, or its result. */
+static int slot_send(struct nbr_inst *in, uint32_t v, const char *buf,
+		     size_t len)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+
+	if (in->p->slots->open)
+		return coop_nbr_open_write(in->p, vx->xfer, in->call, buf, len,
+					   in->poisoned[v]);
+	coop_nbr_slot_write(in->p, vx->xfer, in->call, buf, len,
+			    in->poisoned[v]);
+	return COOP_SUCCESS;
+}
+
+static int slot_take(struct nbr_inst *in, uint32_t v, char *buf, size_t len)
+{
+	uint32_t x = in->p->v[v].xfer;
+
+	if (in->p->slots->open)
+		return coop_nbr_open_take(in->p, x, in->call, buf, len);
+	return coop_nbr_slot_take(in->p, x, in->call, buf, len);
+}
+
+/* One try of slot vertex v: SLOT_WAIT, SLOT_MSG (its data goes as a
+ * message), or its result. */
 static int slot_try(struct nbr_inst *in, uint32_t v)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
@@ -172,39 +199,38 @@ static int slot_try(struct nbr_inst *in, uint32_t v)
 	int rc;
 
 	if (vx->kind == V_SEND) {
-		rc = COOP_SUCCESS;
-		if (!coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call)) {
-			if (!peer_lost(ctx, vx->peer))
-				return SLOT_WAIT;
-			rc = COOP_ERR_PEER_DEAD;
-		} else {
-			coop_nbr_slot_write(in->p, vx->xfer, in->call, buf,
-					    len, in->poisoned[v]);
-		}
-	} else {
-		rc = coop_nbr_slot_take(in->p, vx->xfer, in->call, buf, len);
-		if (rc == SLOT_WAIT) {
-			if (!peer_lost(ctx, vx->peer))
-				return SLOT_WAIT;
-			/* one more look: it may have written, then died */
-			rc = coop_nbr_slot_take(in->p, vx->xfer, in->call,
-						buf, len);
-			if (rc == SLOT_WAIT)
-				return COOP_ERR_PEER_DEAD;
-		}
-		hold_start(in, vx->xfer);
+		if (coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call))
+			return slot_send(in, v, buf, len);
+		return peer_lost(ctx, vx->peer) ? COOP_ERR_PEER_DEAD :
+						  SLOT_WAIT;
 	}
+	rc = slot_take(in, v, buf, len);
+	if (rc == SLOT_WAIT) {
+		if (!peer_lost(ctx, vx->peer))
+			return SLOT_WAIT;
+		/* one more look: it may have written, then died */
+		rc = slot_take(in, v, buf, len);
+		if (rc == SLOT_WAIT)
+			return COOP_ERR_PEER_DEAD;
+	}
+	hold_start(in, vx->xfer);
 	return rc;
 }
 
-/* One try of slot vertex v: 1 done (queued), 0 it still waits. */
+static void msg_start(struct nbr_inst *in, uint32_t v);
+
+/* One try of slot vertex v: 1 it left the slot (done and queued, or
+ * its data goes as a message), 0 it still waits. */
 static int slot_step(struct nbr_inst *in, uint32_t v)
 {
 	int rc = slot_try(in, v);
 
 	if (rc == SLOT_WAIT)
 		return 0;
-	queue_done(in, v, rc);
+	if (rc == SLOT_MSG)
+		msg_start(in, v);
+	else
+		queue_done(in, v, rc);
 	return 1;
 }
 
@@ -236,7 +262,7 @@ static int holds_poll(struct nbr_inst *in)
 /* ---------------- flat calls ---------------- */
 
 /*
- * A call of a static topology whose every vertex is a slot send or
+ * A call whose every vertex is a slot send or
  * receive of the user's own blocks, or a copy to ourselves (no pack, no
  * forward: nothing waits for another vertex but the sends for the one
  * before) needs no wave front: its pending list is the plan's sends in
@@ -244,8 +270,10 @@ static int holds_poll(struct nbr_inst *in)
  * receives, and a loop takes each that can go, the sends in order.
  * Sends first: a peer takes our data while we look for its own (a
  * receive polled before its sender wrote only moves the line twice;
- * 2 ranks, 8 B: 0.34 -> 0.26 us per call).  Sizes are static, so the
- * first call decides for all.
+ * 2 ranks, 8 B: 0.34 -> 0.26 us per call).  Static sizes, or open
+ * slots (which take every call, whatever its size), let the first call
+ * decide for all; an open slot's larger data goes as a message, whose
+ * request finishes the call when it is the last to end.
  */
 static int flat_plan(struct nbr_inst *in)
 {
@@ -270,12 +298,14 @@ static int flat_plan(struct nbr_inst *in)
 	return s->flat == FLAT_YES;
 }
 
-/* Take what can go of a flat call; finish it when nothing is left.
- * The slots' lines are asked for first: their cache misses overlap. */
+/* Take what can go of a flat call; finish it when nothing is left
+ * (an open slot's message may still be on its way: then its request
+ * finishes it).  The slots' lines are asked for first: their cache
+ * misses overlap. */
 static int flat_poll(struct nbr_inst *in)
 {
 	uint32_t i, j = 0;
-	int rc, n = 0, send_waits = 0;
+	int rc, n = 0, msgs = 0, send_waits = 0;
 
 	for (i = 0; i < in->npend; i++) {
 		const struct nbr_vertex *vx = &in->p->v[in->pend[i]];
@@ -301,6 +331,11 @@ static int flat_poll(struct nbr_inst *in)
 			in->pend[j++] = v;
 			continue;
 		}
+		if (rc == SLOT_MSG) {
+			msg_start(in, v);
+			msgs++;
+			continue;
+		}
 		if (rc && !in->err)
 			in->err = rc;
 		n++;
@@ -310,9 +345,10 @@ static int flat_poll(struct nbr_inst *in)
 	if (!in->npend && !in->nhold) {
 		if (dlist_linked(&in->plink))
 			dlist_del(&in->plink);
-		finish(in);
+		if (in->finished == in->p->nv)
+			finish(in);
 	}
-	return n;
+	return n + msgs;
 }
 
 static void flat_start(struct nbr_inst *in)
@@ -420,7 +456,8 @@ static int recv_arrived(struct nbr_inst *in, uint32_t v, char *buf,
 	return 1;
 }
 
-static int start_child(struct nbr_inst *in, uint32_t v)
+/* Vertex v's data as a point-to-point message.  COOP error. */
+static int msg_child(struct nbr_inst *in, uint32_t v)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
 	struct coop_context *ctx = in->t->ctx;
@@ -429,22 +466,6 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	char *buf = ref_addr(in, &vx->ref, &len);
 	int rc = COOP_SUCCESS;
 
-	if (vx->mate != UINT32_MAX) {	/* the send does both ends */
-		if (vx->kind == V_SEND) {
-			queue_done(in, vx->mate, self_copy(in, v));
-			queue_done(in, v, COOP_SUCCESS);
-		}
-		return COOP_SUCCESS;
-	}
-	if (coop_nbr_slotted(in->p, vx->xfer, len)) {
-		slot_start(in, v);
-		return COOP_SUCCESS;
-	}
-	if (vx->kind == V_RECV && in->p->slots &&
-	    in->p->slots->cap[vx->xfer]) {
-		coop_nbr_slot_pass(in->p, vx->xfer, in->call);
-		hold_start(in, vx->xfer);
-	}
 	if (vx->kind == V_SEND && in->poisoned[v])
 		len = 0;	/* tells the receiver the data is lost */
 	if (vx->kind == V_SEND ? send_inline(in, v, buf, len) :
@@ -469,6 +490,39 @@ static int start_child(struct nbr_inst *in, uint32_t v)
 	if (rc && !r->complete)
 		coop_req_fail(r, rc);	/* queues the vertex, failed */
 	return COOP_SUCCESS;
+}
+
+static void msg_start(struct nbr_inst *in, uint32_t v)
+{
+	int rc = msg_child(in, v);
+
+	if (rc)
+		queue_done(in, v, rc);
+}
+
+static int start_child(struct nbr_inst *in, uint32_t v)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	size_t len;
+
+	if (vx->mate != UINT32_MAX) {	/* the send does both ends */
+		if (vx->kind == V_SEND) {
+			queue_done(in, vx->mate, self_copy(in, v));
+			queue_done(in, v, COOP_SUCCESS);
+		}
+		return COOP_SUCCESS;
+	}
+	ref_addr(in, &vx->ref, &len);
+	if (coop_nbr_slotted(in->p, vx->xfer, len)) {
+		slot_start(in, v);
+		return COOP_SUCCESS;
+	}
+	if (vx->kind == V_RECV && in->p->slots &&
+	    in->p->slots->cap[vx->xfer]) {
+		coop_nbr_slot_pass(in->p, vx->xfer, in->call);
+		hold_start(in, vx->xfer);
+	}
+	return msg_child(in, v);
 }
 
 static void run_pack(struct nbr_inst *in, uint32_t v)
@@ -527,7 +581,8 @@ static int drain(struct nbr_inst *in)
 			in->err = err;
 		in->finished++;
 		n++;
-		for (i = 0; i < p->v[v].nsucc; i++) {
+		/* a flat call's order is its loop's (its deps are not set) */
+		for (i = 0; !in->flat && i < p->v[v].nsucc; i++) {
 			uint32_t s = p->succ[p->v[v].succ0 + i];
 
 			in->poisoned[s] |= err || in->poisoned[v];

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * slots.c - the static slots of a COOP_TOPO_STATIC_BUFFERS topology
- * [Hoefler, III-C]: where each small transfer's slot is, the windows
- * that hold them, and the collective RTR trees' shape.
+ * slots.c - the slots of a topology's small transfers [Hoefler, III-C]:
+ * where each one's slot is, the windows that hold them, and the
+ * collective RTR trees' shape.  Static slots (COOP_TOPO_STATIC_BUFFERS,
+ * up to COOP_NEIGHBOR_SLOT_MAX) are the paper's; without that hint the
+ * calls' sizes are not fixed, and open slots (up to
+ * COOP_NEIGHBOR_SLOT_OPEN) carry each call's length after the data
+ * (canary.c) - a plain call then skips the MPI layer too.  Open slots
+ * are an optimisation only: when a window would pass OPEN_WIN_MAX, or
+ * one cannot be made, the topology goes without them.
  *
  * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
  * with a slot per transfer it receives (both ops' plans): a line its
@@ -27,6 +33,8 @@
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
+#define OPEN_WIN_MAX	(4ull << 20)	/* open slots: a window's bytes */
+#define NO_SLOTS	(-1)	/* agreed: the topology goes without */
 
 struct win_hdr {
 	uint32_t magic, version, owner_pid, pad;
@@ -54,16 +62,26 @@ static uint64_t exact_len(const struct coop_topo *t, const struct nbr_plan *p,
 	return 0;
 }
 
+static int sizes_open(const struct coop_topo *t)
+{
+	return !(t->hints & COOP_TOPO_STATIC_BUFFERS);
+}
+
 /* A transfer's buffer bytes: its exact size when the plan knows it,
- * else the settings' bound; 0 when it is too large for a slot. */
+ * else the settings' bound (open slots: and the trailer word); 0 when
+ * it is too large for a slot. */
 static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 			 const struct nbr_xfer *x)
 {
-	uint64_t max = t->ctx->cfg.nbr_slot_max, len = exact_len(t, p, x);
+	int open = sizes_open(t);
+	uint64_t max = open ? t->ctx->cfg.nbr_slot_open :
+			      t->ctx->cfg.nbr_slot_max;
+	uint64_t len = exact_len(t, p, x);
 
 	if (!len && !((t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight))
 		len = max;
-	return len && len <= max * x->nblk ? align64(len) : 0;
+	return len && len <= max * x->nblk ? align64(len + (open ? 8 : 0)) :
+					     0;
 }
 
 static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
@@ -131,13 +149,14 @@ static int slots_order(struct nbr_slots *s, const struct nbr_plan *p, int n)
 /* ---------------- groups ---------------- */
 
 /* May x share a slot with others to the same rank?  Its size is known
- * and its sender sends its own block (no receive comes first). */
+ * and its sender sends its own block (no receive comes first); not in
+ * open slots, whose trailer is one transfer's. */
 static int groupable(const struct coop_topo *t, const struct nbr_plan *p,
 		     uint32_t x)
 {
 	const struct nbr_xfer *xf = &p->xf[x];
 
-	return p->slots->cap[x] && xf->nblk == 1 &&
+	return !p->slots->open && p->slots->cap[x] && xf->nblk == 1 &&
 	       t->g.from[p->blk[xf->blk0]] == xf->from &&
 	       exact_len(t, p, xf) > 0;
 }
@@ -220,6 +239,7 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 		return -1;
 	}
 	p->slots = s;
+	s->open = sizes_open(t) ? t->ctx->cfg.nbr_slot_open : 0;
 	for (x = 0; x < p->nxf; x++) {
 		/* to ourselves: copied straight (sched.c) */
 		if (p->xf[x].from != p->xf[x].to)
@@ -396,17 +416,62 @@ static int slots_plan(struct coop_topo *t)
 	return COOP_SUCCESS;
 }
 
+/* Are windows worth it: does a slot exist at all (and with open
+ * slots, no window would be larger than OPEN_WIN_MAX)?  The plans say
+ * so alike on every rank. */
+static int wins_worth(const struct coop_topo *t)
+{
+	uint64_t most = 0;
+	int r;
+
+	for (r = 0; r < t->g.n; r++)
+		most = COOP_MAX(most, t->win_bytes[r]);
+	return most > WIN_HDR && (!sizes_open(t) || most <= OPEN_WIN_MAX);
+}
+
+/* The topology goes without slots: the plans' freed, windows gone. */
+static void slots_drop(struct coop_topo *t)
+{
+	int op;
+
+	coop_nbr_slots_fini(t);
+	for (op = 0; op < NBR_OPS; op++) {
+		coop_nbr_slots_free(t->plan[op]->slots);
+		t->plan[op]->slots = NULL;
+	}
+}
+
+/* The agreed result: a topology whose hints asked for slots fails
+ * without them; one with open slots (an optimisation only) goes on
+ * without, when it was memory or the windows that failed. */
+static int slots_outcome(struct coop_topo *t, int rc)
+{
+	if (rc == NO_SLOTS ||
+	    (sizes_open(t) && (rc == COOP_ERR_NOMEM ||
+			       rc == COOP_ERR_PROVIDER))) {
+		slots_drop(t);
+		return COOP_SUCCESS;
+	}
+	if (rc)
+		slots_drop(t);
+	return rc;
+}
+
 int coop_nbr_slots_init(struct coop_topo *t)
 {
 	int rc = slots_plan(t);
 
+	/* no slot (COOP_NEIGHBOR_SLOT_OPEN=0, say) is agreed on too: a rank
+	 * set otherwise must not wait for the others */
+	if (!rc)
+		rc = wins_worth(t) ? win_create(t) : NO_SLOTS;
 	/* a rank out of memory still agrees: the others do not wait */
-	rc = agree(t->ctx, t->comm, rc ? rc : win_create(t));
+	rc = agree(t->ctx, t->comm, rc);
 	if (!rc)
 		rc = agree(t->ctx, t->comm, wins_map(t));
 	if (!rc)
 		slots_bind(t);
-	return rc;
+	return slots_outcome(t, rc);
 }
 
 void coop_nbr_slots_fini(struct coop_topo *t)

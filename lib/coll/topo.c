@@ -479,7 +479,7 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 	rc = in_weights(t);
 	if (!rc)
 		rc = plans_build(t);
-	if (!rc && (hints & COOP_TOPO_STATIC_BUFFERS))
+	if (!rc)
 		rc = coop_nbr_slots_init(t);
 	if (rc) {
 		coop_topo_free_locked(t);

@@ -213,6 +213,13 @@ static const struct cfg_entry table[] = {
 	  "messages of at most this go through static slots in the "
 	  "receiver's shared memory (canary completion, no matching), "
 	  "larger ones as point-to-point messages; 0: never" },
+	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "1k", 0,
+	  64 * KIB, NULL, 1,
+	  "neighborhood collectives of topologies without "
+	  "COOP_TOPO_STATIC_BUFFERS: messages of at most this go through "
+	  "slots in the receiver's shared memory too, each call's length "
+	  "in a word after the data (larger ones say there that they come "
+	  "as point-to-point messages); 0: never" },
 	{ "COOP_NEIGHBOR_RTR", CFG_ENUM, FIELD(nbr_rtr_tree), "direct", 0, 0,
 	  rtr_words, 1,
 	  "static slots: how a sender learns that a receiver took the data "

@@ -22,7 +22,12 @@
  * times, refilled in between); several outstanding at once on one and
  * on two topologies; COOP_TOPO_EXACT_BYTES (tree balancing of the hot
  * spot, sizes checked); bad arguments and graphs the ranks disagree on;
- * a neighbour killed during an alltoall.  COOP_TOPO_STATIC_BUFFERS:
+ * a neighbour killed during an alltoall.  Open slots (no hints): every
+ * message has one, blocks of up to 1 KiB are written there (counted),
+ * twelve calls at once whose blocks change size from call to call,
+ * sizes the two ends disagree on (errors as for messages, never a
+ * hang), a topology whose windows would be too large, and
+ * COOP_NEIGHBOR_SLOT_OPEN=0.  COOP_TOPO_STATIC_BUFFERS:
  * every op and mode through the static slots and past them (direct RTR,
  * a binary RTR tree, a chain), three calls outstanding, sizes fixed by
  * the first call; blocks ending in the canary's bytes (flag counted
@@ -280,6 +285,15 @@ static size_t block_size(const struct rk *k, size_t base, int o, int j)
 	return k->wmode == W_UNIFORM ? base : vsize(base, o, j);
 }
 
+/* c's buffers of c->slen and c->rlen bytes, the send one all SENT. */
+static void call_alloc(struct call *c)
+{
+	c->sbuf = malloc(c->slen);
+	c->rbuf = malloc(c->rlen);
+	T_ASSERT(c->sbuf && c->rbuf, "malloc %zu + %zu", c->slen, c->rlen);
+	memset(c->sbuf, SENT, c->slen);
+}
+
 static void call_setup(struct call *c, const struct rk *k, int op,
 		       size_t bytes)
 {
@@ -305,10 +319,7 @@ static void call_setup(struct call *c, const struct rk *k, int op,
 		c->slen = layout(c->nsend, c->scnt, c->sdsp, 0);
 		c->rlen = layout(c->nrecv, c->rcnt, c->rdsp, 1);
 	}
-	c->sbuf = malloc(c->slen);
-	c->rbuf = malloc(c->rlen);
-	T_ASSERT(c->sbuf && c->rbuf, "malloc %zu + %zu", c->slen, c->rlen);
-	memset(c->sbuf, SENT, c->slen);
+	call_alloc(c);
 }
 
 static void call_free(struct call *c)
@@ -622,6 +633,233 @@ START_TEST(test_stencil)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* open slots: topologies without STATIC_BUFFERS                        */
+/* ------------------------------------------------------------------ */
+
+#define OPEN_MAX 1024		/* COOP_NEIGHBOR_SLOT_OPEN's default */
+#define OPEN_CALLS 12		/* outstanding at once: past 8 buffers */
+
+/* Origin o's block for its slot j in call i: 0 B to past the slot. */
+static size_t open_size(int o, int j, int i)
+{
+	static const size_t z[] = { 5, OPEN_MAX, 0, 3000, 64, OPEN_MAX + 1 };
+
+	return z[(o * 3 + j * 5 + i) % 6];
+}
+
+/* Call i's alltoallv blocks of k's rank, sizes by open_size. */
+static void open_setup(struct call *c, const struct rk *k, int i)
+{
+	const struct graph *g = &k->g;
+	int r = k->rank, j;
+
+	memset(c, 0, sizeof(*c));
+	c->op = OP_A2AV;
+	c->nsend = g->outdeg[r];
+	c->nrecv = g->indeg[r];
+	for (j = 0; j < c->nsend; j++)
+		c->scnt[j] = open_size(r, j, i);
+	for (j = 0; j < c->nrecv; j++)
+		c->rcnt[j] = open_size(g->src[r][j], origin_slot(g, r, j), i);
+	c->slen = layout(c->nsend, c->scnt, c->sdsp, 0);
+	c->rlen = layout(c->nrecv, c->rcnt, c->rdsp, 1);
+	call_alloc(c);
+}
+
+/* OPEN_CALLS alltoallv calls at once, each block's size changing from
+ * call to call (through the slot, past it, empty): all data right. */
+static void open_outstanding(struct rk *k)
+{
+	coop_request_t *req[OPEN_CALLS];
+	coop_status_t st[OPEN_CALLS];
+	struct call c[OPEN_CALLS];
+	int i;
+
+	for (i = 0; i < OPEN_CALLS; i++) {
+		open_setup(&c[i], k, i);
+		call_fill(&c[i], k);
+		T_OK(call_post(&c[i], k->topo, M_NONBLOCK, &req[i]));
+	}
+	T_OK(coop_waitall(OPEN_CALLS, req, st));
+	for (i = 0; i < OPEN_CALLS; i++) {
+		snprintf(k->what, sizeof(k->what), "open call %d of %d", i,
+			 OPEN_CALLS);
+		call_check(&c[i], k);
+		call_free(&c[i]);
+	}
+}
+
+/* A blocking alltoall of bytes: slot_sends grows by expect. */
+static void open_counted(struct rk *k, size_t bytes, uint64_t expect)
+{
+	coop_topo_info_t a, b;
+	struct call c;
+
+	snprintf(k->what, sizeof(k->what), "open alltoall %zu B", bytes);
+	T_OK(coop_topo_get_info(k->topo, &a));
+	call_setup(&c, k, OP_A2A, bytes);
+	call_fill(&c, k);
+	T_OK(call_post(&c, k->topo, M_BLOCK, NULL));
+	call_check(&c, k);
+	call_free(&c);
+	T_OK(coop_topo_get_info(k->topo, &b));
+	T_ASSERT(b.slot_sends[COOP_NBR_ALLTOALL] -
+		 a.slot_sends[COOP_NBR_ALLTOALL] == expect &&
+		 !b.canary_flags[COOP_NBR_ALLTOALL],
+		 "%s: %" PRIu64 " slot sends (%" PRIu64 " expected), %" PRIu64
+		 " flags", k->what, b.slot_sends[COOP_NBR_ALLTOALL] -
+		 a.slot_sends[COOP_NBR_ALLTOALL], expect,
+		 b.canary_flags[COOP_NBR_ALLTOALL]);
+}
+
+static int open_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 2,
+				  .dims = { 2, 2 } };
+	coop_topo_info_t in;
+	struct rk k;
+	int op, deg;
+
+	(void)size;
+	(void)arg;
+	rk_init(&k, ctx, rank, &st);
+	deg = k.g.outdeg[rank];
+	T_OK(topo_make(&k, COMM_BASE, 0));
+	T_OK(coop_topo_get_info(k.topo, &in));
+	for (op = COOP_NBR_ALLGATHER; op <= COOP_NBR_ALLTOALL; op++)
+		T_ASSERT(in.slotted[op] == deg && !in.grouped[op],
+			 "op %d: %d slotted (%d expected), %d grouped", op,
+			 in.slotted[op], deg, in.grouped[op]);
+	open_counted(&k, 8, (uint64_t)deg);
+	open_counted(&k, OPEN_MAX, (uint64_t)deg);
+	open_counted(&k, OPEN_MAX + 1, 0);
+	open_outstanding(&k);
+	open_counted(&k, 0, (uint64_t)deg);
+	topo_done(&k);
+	return 0;
+}
+
+static const char *const env_open_tree[] = { "COOP_NEIGHBOR_RTR=tree",
+					     "COOP_NEIGHBOR_RTR_ARITY=2",
+					     NULL };
+
+/* Plain calls go through open slots: every message of the 2x2 stencil
+ * has one; blocks up to COOP_NEIGHBOR_SLOT_OPEN are written there, not
+ * larger ones; calls outstanding past the slot's eight buffers with
+ * sizes changing between calls; direct RTR and a binary RTR tree. */
+START_TEST(test_open_slots)
+{
+	ck_assert_int_eq(run_ranks(4, _i ? env_open_tree : NULL, open_rank,
+				   NULL, 60, NULL), 0);
+}
+END_TEST
+
+/* Sizes the two ends disagree on (rank 0 sends, rank 1 expects), as
+ * for messages: more fill the block and fail with COOP_ERR_TRUNCATE,
+ * fewer fail with COOP_ERR_COUNT - through the slot, past it, and a
+ * block of the slot's size the receiver thinks too large for it. */
+static const size_t open_bad[][2] = {
+	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 3000, 8 }, { 8, 3000 },
+	{ 2000, 3000 }, { 8, 8 },
+};
+#define NOPEN_BAD ((int)(sizeof(open_bad) / sizeof(open_bad[0])))
+
+static void open_mismatch(coop_topo_t *t, int rank, int i)
+{
+	const size_t s = open_bad[i][0], r = open_bad[i][1], d0[1] = { 0 };
+	const size_t mine[1] = { rank ? 8 : s }, theirs[1] = { rank ? r : 8 };
+	const size_t want = !rank ? 8 : s < r ? s : r;
+	unsigned char sb[3000], rb[3000 + TAIL];
+	int rc, expect = COOP_SUCCESS;
+
+	t_fill(sb, sizeof(sb), (uint32_t)(rank * 100 + i));
+	memset(rb, SENT, sizeof(rb));
+	rc = coop_neighbor_alltoallv(t, sb, mine, d0, rb, theirs, d0);
+	if (rank && s != r)
+		expect = s > r ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
+	T_ASSERT(rc == expect, "rank %d, %zu B sent into %zu: %s", rank, s,
+		 r, coop_strerror(rc));
+	T_ASSERT(t_check(rb, want, (uint32_t)(!rank * 100 + i)) < 0 &&
+		 rb[want] == SENT, "rank %d, %zu B sent into %zu: data",
+		 rank, s, r);
+}
+
+static int open_bad_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const int other = !rank;
+	coop_topo_t *t;
+	int i;
+
+	(void)size;
+	(void)arg;
+	T_OK(coop_topo_create(ctx, COMM_BASE, 1, &other, NULL, 1, &other,
+			      NULL, 0, &t));
+	for (i = 0; i < NOPEN_BAD; i++)
+		open_mismatch(t, rank, i);
+	T_OK(coop_topo_free(&t));
+	return 0;
+}
+
+START_TEST(test_open_sizes)
+{
+	ck_assert_int_eq(run_ranks(2, NULL, open_bad_rank, NULL, 60, NULL),
+			 0);
+}
+END_TEST
+
+/* A topology of n edges each way between two ranks: its slotted count
+ * per op, then a call of 100 B blocks. */
+static void open_window(coop_context_t *ctx, int rank, int n, int slotted)
+{
+	const int other[4] = { !rank, !rank, !rank, !rank };
+	unsigned char sb[4 * 100], rb[4 * 100];
+	coop_topo_info_t in;
+	coop_topo_t *t;
+	int j;
+
+	T_OK(coop_topo_create(ctx, COMM_BASE + (uint32_t)n, n, other, NULL, n,
+			      other, NULL, 0, &t));
+	T_OK(coop_topo_get_info(t, &in));
+	T_ASSERT(in.slotted[0] == slotted && in.slotted[1] == slotted,
+		 "%d edges: %d/%d slotted, %d expected", n, in.slotted[0],
+		 in.slotted[1], slotted);
+	for (j = 0; j < n; j++)
+		t_fill(sb + j * 100, 100, (uint32_t)(rank * 10 + j));
+	T_OK(coop_neighbor_alltoall(t, sb, 100, rb, 100));
+	for (j = 0; j < n; j++)
+		T_ASSERT(t_check(rb + j * 100, 100,
+				 (uint32_t)(!rank * 10 + j)) < 0,
+			 "%d edges: block %d", n, j);
+	T_OK(coop_topo_free(&t));
+}
+
+static int open_window_rank(coop_context_t *ctx, int rank, int size,
+			    void *arg)
+{
+	const int *off = arg;
+
+	(void)size;
+	open_window(ctx, rank, 2, *off ? 0 : 2);
+	open_window(ctx, rank, 4, 0);
+	return 0;
+}
+
+/* COOP_NEIGHBOR_SLOT_OPEN=64k: two edges each way take two windows of
+ * 2 MiB (both ops' slots, eight buffers each), four would take 4.2 MiB
+ * - more than open slots may - and go without; =0: none has slots. */
+START_TEST(test_open_window)
+{
+	static const char *const big[] = { "COOP_NEIGHBOR_SLOT_OPEN=64k",
+					   NULL };
+	static const char *const off[] = { "COOP_NEIGHBOR_SLOT_OPEN=0",
+					   NULL };
+
+	ck_assert_int_eq(run_ranks(2, _i ? off : big, open_window_rank, &_i,
+				   60, NULL), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* several collectives outstanding                                      */
 /* ------------------------------------------------------------------ */
 
@@ -707,7 +945,9 @@ END_TEST
  * (without the wait: about FLOOD_CALLS).  Every block arrives in order.
  * Rank 0 comes late: a while after rank 1's backlog neared the bound
  * (FLOOD_NEAR); with manual progress (a progress thread would take the
- * messages while it is late).
+ * messages while it is late), and the blocks as messages
+ * (COOP_NEIGHBOR_SLOT_OPEN=0: an open slot's RTR holds the sender
+ * eight calls ahead).
  */
 enum { FLOOD_CALLS = 4000, FLOOD_BACKLOG_WAIT = 1024, FLOOD_NEAR = 1000 };
 
@@ -751,10 +991,11 @@ static int flood_rank(coop_context_t *ctx, int rank, int size, void *arg)
 
 START_TEST(test_flood_bounded)
 {
-	static const char *const manual[] = { "COOP_PROGRESS=manual", NULL };
+	static const char *const env[] = { "COOP_PROGRESS=manual",
+					   "COOP_NEIGHBOR_SLOT_OPEN=0", NULL };
 	int *near = shared_alloc(4096);
 
-	ck_assert_int_eq(run_ranks(2, manual, flood_rank, near, 60, NULL), 0);
+	ck_assert_int_eq(run_ranks(2, env, flood_rank, near, 60, NULL), 0);
 	shared_free(near, 4096);
 }
 END_TEST
@@ -1712,6 +1953,9 @@ TCase *tc_neighbor(void)
 			    (int)(sizeof(er_p) / sizeof(er_p[0])));
 	tcase_add_loop_test(tc, test_stencil, 0, 2);
 	tcase_add_test(tc, test_outstanding);
+	tcase_add_loop_test(tc, test_open_slots, 0, 2);
+	tcase_add_test(tc, test_open_sizes);
+	tcase_add_loop_test(tc, test_open_window, 0, 2);
 	tcase_add_test(tc, test_flood_bounded);
 	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
 	tcase_add_loop_test(tc, test_exact_hotspot_shared, 0, 2);
