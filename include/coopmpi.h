@@ -713,13 +713,14 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            to one neighbour share a slot and canary
  *                            (coop_topo_info_t.grouped).
  * Without STATIC_BUFFERS, blocks of at most COOP_NEIGHBOR_SLOT_OPEN
- * (1 KiB) go through open slots in the receiver's shared memory: the
+ * (8 KiB) go through open slots in the receiver's shared memory: the
  * sender writes the data and a word after it with its length, or for a
  * larger block only the word, saying that the block comes as a message.
  * Readiness is seen as with static slots; sizes that the two ends do
  * not agree on fail as for messages (COOP_ERR_TRUNCATE: more came, the
- * receive block holds its first bytes; COOP_ERR_COUNT: fewer).  A
- * topology whose windows would pass 4 MiB per rank goes without them.
+ * receive block holds its first bytes; COOP_ERR_COUNT: fewer).  Where
+ * a rank's window would pass 4 MiB, a topology's open slots are halved
+ * until it does not.
  */
 typedef struct coop_topo coop_topo_t;
 

@@ -7,8 +7,9 @@
  * calls' sizes are not fixed, and open slots (up to
  * COOP_NEIGHBOR_SLOT_OPEN) carry each call's length after the data
  * (canary.c) - a plain call then skips the MPI layer too.  Open slots
- * are an optimisation only: when a window would pass OPEN_WIN_MAX, or
- * one cannot be made, the topology goes without them.
+ * are an optimisation only: they are halved while a window would pass
+ * OPEN_WIN_MAX, and a topology whose windows cannot be made goes
+ * without them.
  *
  * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
  * with a slot per transfer it receives (both ops' plans): a line its
@@ -68,15 +69,13 @@ static int sizes_open(const struct coop_topo *t)
 }
 
 /* A transfer's buffer bytes: its exact size when the plan knows it,
- * else the settings' bound (open slots: and the trailer word); 0 when
- * it is too large for a slot. */
+ * else the bound (open slots: theirs, and the trailer word); 0 when it
+ * is too large for a slot. */
 static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 			 const struct nbr_xfer *x)
 {
-	int open = sizes_open(t);
-	uint64_t max = open ? t->ctx->cfg.nbr_slot_open :
-			      t->ctx->cfg.nbr_slot_max;
-	uint64_t len = exact_len(t, p, x);
+	uint64_t open = p->slots->open, len = exact_len(t, p, x);
+	uint64_t max = open ? open : t->ctx->cfg.nbr_slot_max;
 
 	if (!len && !((t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight))
 		len = max;
@@ -226,10 +225,11 @@ static int groups_form(const struct coop_topo *t, struct nbr_plan *p)
 	return 0;
 }
 
-/* The slots of plan p, their offsets counted on in bytes[] (a window's
- * size per rank): 0, or -1 out of memory. */
+/* The slots of plan p (open: open slots of at most that many bytes),
+ * their offsets counted on in bytes[] (a window's size per rank): 0, or
+ * -1 out of memory. */
 static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
-			 uint64_t *bytes)
+			 uint64_t open, uint64_t *bytes)
 {
 	struct nbr_slots *s = calloc(1, sizeof(*s));
 	uint32_t x;
@@ -239,7 +239,7 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 		return -1;
 	}
 	p->slots = s;
-	s->open = sizes_open(t) ? t->ctx->cfg.nbr_slot_open : 0;
+	s->open = open;
 	for (x = 0; x < p->nxf; x++) {
 		/* to ourselves: copied straight (sched.c) */
 		if (p->xf[x].from != p->xf[x].to)
@@ -400,7 +400,7 @@ static int agree(struct coop_context *ctx, uint16_t comm, int rc)
 }
 
 /* Both plans' slots and every rank's window size: COOP error. */
-static int slots_plan(struct coop_topo *t)
+static int slots_plan(struct coop_topo *t, uint64_t open)
 {
 	int r, op;
 
@@ -411,22 +411,19 @@ static int slots_plan(struct coop_topo *t)
 	for (r = 0; r < t->g.n; r++)
 		t->win_bytes[r] = WIN_HDR;
 	for (op = 0; op < NBR_OPS; op++)
-		if (slots_lay_out(t, t->plan[op], t->win_bytes))
+		if (slots_lay_out(t, t->plan[op], open, t->win_bytes))
 			return COOP_ERR_NOMEM;
 	return COOP_SUCCESS;
 }
 
-/* Are windows worth it: does a slot exist at all (and with open
- * slots, no window would be larger than OPEN_WIN_MAX)?  The plans say
- * so alike on every rank. */
-static int wins_worth(const struct coop_topo *t)
+static uint64_t wins_most(const struct coop_topo *t)
 {
 	uint64_t most = 0;
 	int r;
 
 	for (r = 0; r < t->g.n; r++)
 		most = COOP_MAX(most, t->win_bytes[r]);
-	return most > WIN_HDR && (!sizes_open(t) || most <= OPEN_WIN_MAX);
+	return most;
 }
 
 /* The topology goes without slots: the plans' freed, windows gone. */
@@ -439,6 +436,25 @@ static void slots_drop(struct coop_topo *t)
 		coop_nbr_slots_free(t->plan[op]->slots);
 		t->plan[op]->slots = NULL;
 	}
+}
+
+/* Both plans' slots; open ones half the size while a window would pass
+ * OPEN_WIN_MAX.  NO_SLOTS when no slot is left.  The plans, alike on
+ * every rank, decide alike. */
+static int slots_plan_fit(struct coop_topo *t)
+{
+	uint64_t open = sizes_open(t) ? t->ctx->cfg.nbr_slot_open : 0;
+	int rc;
+
+	if (sizes_open(t) && !open)
+		return NO_SLOTS;	/* COOP_NEIGHBOR_SLOT_OPEN=0 */
+	rc = slots_plan(t, open);
+	while (!rc && open && wins_most(t) > OPEN_WIN_MAX) {
+		slots_drop(t);
+		open /= 2;
+		rc = open >= 64 ? slots_plan(t, open) : NO_SLOTS;
+	}
+	return !rc && wins_most(t) <= WIN_HDR ? NO_SLOTS : rc;
 }
 
 /* The agreed result: a topology whose hints asked for slots fails
@@ -459,12 +475,12 @@ static int slots_outcome(struct coop_topo *t, int rc)
 
 int coop_nbr_slots_init(struct coop_topo *t)
 {
-	int rc = slots_plan(t);
+	int rc = slots_plan_fit(t);
 
 	/* no slot (COOP_NEIGHBOR_SLOT_OPEN=0, say) is agreed on too: a rank
 	 * set otherwise must not wait for the others */
 	if (!rc)
-		rc = wins_worth(t) ? win_create(t) : NO_SLOTS;
+		rc = win_create(t);
 	/* a rank out of memory still agrees: the others do not wait */
 	rc = agree(t->ctx, t->comm, rc);
 	if (!rc)

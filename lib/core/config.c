@@ -213,7 +213,7 @@ static const struct cfg_entry table[] = {
 	  "messages of at most this go through static slots in the "
 	  "receiver's shared memory (canary completion, no matching), "
 	  "larger ones as point-to-point messages; 0: never" },
-	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "1k", 0,
+	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "8k", 0,
 	  64 * KIB, NULL, 1,
 	  "neighborhood collectives of topologies without "
 	  "COOP_TOPO_STATIC_BUFFERS: messages of at most this go through "

@@ -23,7 +23,7 @@
  * on two topologies; COOP_TOPO_EXACT_BYTES (tree balancing of the hot
  * spot, sizes checked); bad arguments and graphs the ranks disagree on;
  * a neighbour killed during an alltoall.  Open slots (no hints): every
- * message has one, blocks of up to 1 KiB are written there (counted),
+ * message has one, blocks of up to 8 KiB are written there (counted),
  * twelve calls at once whose blocks change size from call to call,
  * sizes the two ends disagree on (errors as for messages, never a
  * hang), a topology whose windows would be too large, and
@@ -636,13 +636,13 @@ END_TEST
 /* open slots: topologies without STATIC_BUFFERS                        */
 /* ------------------------------------------------------------------ */
 
-#define OPEN_MAX 1024		/* COOP_NEIGHBOR_SLOT_OPEN's default */
+#define OPEN_MAX 8192		/* COOP_NEIGHBOR_SLOT_OPEN's default */
 #define OPEN_CALLS 12		/* outstanding at once: past 8 buffers */
 
 /* Origin o's block for its slot j in call i: 0 B to past the slot. */
 static size_t open_size(int o, int j, int i)
 {
-	static const size_t z[] = { 5, OPEN_MAX, 0, 3000, 64, OPEN_MAX + 1 };
+	static const size_t z[] = { 5, OPEN_MAX, 0, 12000, 64, OPEN_MAX + 1 };
 
 	return z[(o * 3 + j * 5 + i) % 6];
 }
@@ -759,8 +759,8 @@ END_TEST
  * fewer fail with COOP_ERR_COUNT - through the slot, past it, and a
  * block of the slot's size the receiver thinks too large for it. */
 static const size_t open_bad[][2] = {
-	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 3000, 8 }, { 8, 3000 },
-	{ 2000, 3000 }, { 8, 8 },
+	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 12000, 8 }, { 8, 12000 },
+	{ 10000, 12000 }, { 8, 8 },
 };
 #define NOPEN_BAD ((int)(sizeof(open_bad) / sizeof(open_bad[0])))
 
@@ -769,7 +769,7 @@ static void open_mismatch(coop_topo_t *t, int rank, int i)
 	const size_t s = open_bad[i][0], r = open_bad[i][1], d0[1] = { 0 };
 	const size_t mine[1] = { rank ? 8 : s }, theirs[1] = { rank ? r : 8 };
 	const size_t want = !rank ? 8 : s < r ? s : r;
-	unsigned char sb[3000], rb[3000 + TAIL];
+	unsigned char sb[12000], rb[12000 + TAIL];
 	int rc, expect = COOP_SUCCESS;
 
 	t_fill(sb, sizeof(sb), (uint32_t)(rank * 100 + i));
@@ -807,15 +807,42 @@ START_TEST(test_open_sizes)
 }
 END_TEST
 
-/* A topology of n edges each way between two ranks: its slotted count
- * per op, then a call of 100 B blocks. */
-static void open_window(coop_context_t *ctx, int rank, int n, int slotted)
+/* An alltoall of bytes per block on t (n blocks each way between two
+ * ranks): data right, and slot_sends grew by written. */
+static void open_window_call(coop_topo_t *t, int rank, int n, size_t bytes,
+			     uint64_t written)
+{
+	unsigned char *sb = malloc((size_t)n * bytes);
+	unsigned char *rb = malloc((size_t)n * bytes);
+	coop_topo_info_t a, b;
+	int j;
+
+	T_ASSERT(sb && rb, "malloc");
+	T_OK(coop_topo_get_info(t, &a));
+	for (j = 0; j < n; j++)
+		t_fill(sb + (size_t)j * bytes, bytes, (uint32_t)(rank * 10 + j));
+	T_OK(coop_neighbor_alltoall(t, sb, bytes, rb, bytes));
+	for (j = 0; j < n; j++)
+		T_ASSERT(t_check(rb + (size_t)j * bytes, bytes,
+				 (uint32_t)(!rank * 10 + j)) < 0,
+			 "%d edges, %zu B: block %d", n, bytes, j);
+	T_OK(coop_topo_get_info(t, &b));
+	T_ASSERT(b.slot_sends[1] - a.slot_sends[1] == written,
+		 "%d edges, %zu B: %" PRIu64 " slot sends, %" PRIu64
+		 " expected", n, bytes, b.slot_sends[1] - a.slot_sends[1],
+		 written);
+	free(sb);
+	free(rb);
+}
+
+/* A topology of n edges each way between two ranks, with slotted slots
+ * per op; blocks of 40000 B (written through them: big) and of 30000. */
+static void open_window(coop_context_t *ctx, int rank, int n, int slotted,
+			int big)
 {
 	const int other[4] = { !rank, !rank, !rank, !rank };
-	unsigned char sb[4 * 100], rb[4 * 100];
 	coop_topo_info_t in;
 	coop_topo_t *t;
-	int j;
 
 	T_OK(coop_topo_create(ctx, COMM_BASE + (uint32_t)n, n, other, NULL, n,
 			      other, NULL, 0, &t));
@@ -823,30 +850,27 @@ static void open_window(coop_context_t *ctx, int rank, int n, int slotted)
 	T_ASSERT(in.slotted[0] == slotted && in.slotted[1] == slotted,
 		 "%d edges: %d/%d slotted, %d expected", n, in.slotted[0],
 		 in.slotted[1], slotted);
-	for (j = 0; j < n; j++)
-		t_fill(sb + j * 100, 100, (uint32_t)(rank * 10 + j));
-	T_OK(coop_neighbor_alltoall(t, sb, 100, rb, 100));
-	for (j = 0; j < n; j++)
-		T_ASSERT(t_check(rb + j * 100, 100,
-				 (uint32_t)(!rank * 10 + j)) < 0,
-			 "%d edges: block %d", n, j);
+	open_window_call(t, rank, n, 40000, big ? (uint64_t)n : 0);
+	open_window_call(t, rank, n, 30000, slotted ? (uint64_t)n : 0);
 	T_OK(coop_topo_free(&t));
 }
 
 static int open_window_rank(coop_context_t *ctx, int rank, int size,
 			    void *arg)
 {
-	const int *off = arg;
+	const int off = *(const int *)arg;
 
 	(void)size;
-	open_window(ctx, rank, 2, *off ? 0 : 2);
-	open_window(ctx, rank, 4, 0);
+	open_window(ctx, rank, 2, off ? 0 : 2, !off);
+	open_window(ctx, rank, 4, off ? 0 : 4, 0);
 	return 0;
 }
 
-/* COOP_NEIGHBOR_SLOT_OPEN=64k: two edges each way take two windows of
- * 2 MiB (both ops' slots, eight buffers each), four would take 4.2 MiB
- * - more than open slots may - and go without; =0: none has slots. */
+/* COOP_NEIGHBOR_SLOT_OPEN=64k: two edges each way take windows of
+ * 2 MiB (both ops' slots, eight 64 KiB buffers each), so 40000 B go
+ * through them; four would take 4.2 MiB, more than open slots may, so
+ * their slots have 32 KiB buffers: 30000 B go through, 40000 do not.
+ * =0: no slots. */
 START_TEST(test_open_window)
 {
 	static const char *const big[] = { "COOP_NEIGHBOR_SLOT_OPEN=64k",
@@ -1565,17 +1589,20 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
  * than CPUs, beyond it by one copy of one side (RGET when every rank has
  * a CPU), never through bounce buffers or split between two copiers -
  * whatever COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say -
- * except from a sender with nothing to receive (idle_sender_received). */
+ * except from a sender with nothing to receive (idle_sender_received).
+ * The blocks are messages (COOP_NEIGHBOR_SLOT_OPEN=0: no open slots). */
 START_TEST(test_single_copy)
 {
-	static const char *const env[] = { "COOP_NEIGHBOR_EAGER_MAX=32k",
-					   "COOP_NEIGHBOR_EAGER_SHARED=4k",
-					   NULL };
+	static const char *const env[][4] = {
+		{ "COOP_NEIGHBOR_SLOT_OPEN=0", NULL },
+		{ "COOP_NEIGHBOR_SLOT_OPEN=0", "COOP_NEIGHBOR_EAGER_MAX=32k",
+		  "COOP_NEIGHBOR_EAGER_SHARED=4k", NULL },
+	};
 	static const struct eager_limits limit[] = { { 8192, 16384 },
 						     { 32768, 4096 } };
 	int ranks = _i & 1 ? 4 : 2, e = _i >> 1;
 
-	ck_assert_int_eq(run_ranks(ranks, e ? env : NULL, single_copy_rank,
+	ck_assert_int_eq(run_ranks(ranks, env[e], single_copy_rank,
 				   (void *)&limit[e], 60, NULL), 0);
 }
 END_TEST
