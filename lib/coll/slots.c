@@ -70,17 +70,17 @@ static int sizes_open(const struct coop_topo *t)
 
 /* A transfer's buffer bytes: its exact size when the plan knows it,
  * else the bound (open slots: theirs, and the trailer word); 0 when it
- * is too large for a slot. */
+ * is too large for a slot (a static slot holds a pack of blocks of up
+ * to the bound each, an open one no more than its bound in all). */
 static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 			 const struct nbr_xfer *x)
 {
 	uint64_t open = p->slots->open, len = exact_len(t, p, x);
-	uint64_t max = open ? open : t->ctx->cfg.nbr_slot_max;
+	uint64_t max = open ? open : t->ctx->cfg.nbr_slot_max * x->nblk;
 
 	if (!len && !((t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight))
-		len = max;
-	return len && len <= max * x->nblk ? align64(len + (open ? 8 : 0)) :
-					     0;
+		len = open ? open : t->ctx->cfg.nbr_slot_max;
+	return len && len <= max ? align64(len + (open ? 8 : 0)) : 0;
 }
 
 static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
