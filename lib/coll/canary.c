@@ -372,15 +372,16 @@ int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 	if (trailer == COOP_NBR_CANARY)
 		return take_wait(p, x);
 	sent = trailer & TRAILER_LEN;
-	if (trailer & TRAILER_MSG) {
+	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG) {
 		rc = SLOT_MSG;
-	} else if (trailer & TRAILER_DATA) {
+	} else if ((trailer & ~TRAILER_LEN) == TRAILER_DATA &&
+		   sent <= p->slots->cap[x] - 8) {
 		memcpy(dst, buf_end(p, x, call) - 8 - sent,
 		       COOP_MIN(sent, (uint64_t)len));
 		rc = sent == len ? COOP_SUCCESS :
 		     sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
 	} else {
-		rc = COOP_ERR_PEER_DEAD;
+		rc = trailer ? SLOT_BAD : COOP_ERR_PEER_DEAD;
 	}
 	taken(p, x, call, 0);
 	return rc;

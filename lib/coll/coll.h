@@ -262,6 +262,7 @@ static inline int coop_nbr_slotted(const struct nbr_plan *p, uint32_t x,
 }
 #define SLOT_WAIT (-1)
 #define SLOT_MSG (-2)	/* open slot: the data comes as a message */
+#define SLOT_BAD (-3)	/* open slot: its sender broke the protocol */
 /* Receiver (owner): arm the canaries of all of x's buffers. */
 COOP_HIDDEN void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x);
 /* Start loading the line of call's canary of x (write: for writing),
@@ -298,7 +299,8 @@ COOP_HIDDEN int coop_nbr_open_write(struct nbr_plan *p, uint32_t x,
 /* Open slots, receiver: take call's data into dst (len bytes):
  * COOP_SUCCESS, SLOT_WAIT, SLOT_MSG (receive it as a message),
  * COOP_ERR_TRUNCATE (more came: dst filled) or COOP_ERR_COUNT (fewer),
- * COOP_ERR_PEER_DEAD (the sender had none). */
+ * COOP_ERR_PEER_DEAD (the sender had none), SLOT_BAD (a trailer no
+ * sender writes: a length past the buffer, unknown bits). */
 COOP_HIDDEN int coop_nbr_open_take(struct nbr_plan *p, uint32_t x,
 				   uint64_t call, void *dst, size_t len);
 

@@ -213,6 +213,10 @@ static int slot_try(struct nbr_inst *in, uint32_t v)
 		if (rc == SLOT_WAIT)
 			return COOP_ERR_PEER_DEAD;
 	}
+	if (rc == SLOT_BAD) {
+		coop_peer_misbehaved(ctx, vx->peer, "open slot trailer");
+		rc = COOP_ERR_PEER_DEAD;
+	}
 	hold_start(in, vx->xfer);
 	return rc;
 }

@@ -13,6 +13,9 @@
  * for it end with COOP_ERR_PEER_DEAD), and keeps serving rank 1.  (With
  * the driver, rings are mapped through it: the same library checks
  * apply; this test needs the files.)
+ *
+ * And a rank that writes into a neighbourhood topology's open slot at
+ * rank 0 what no sender writes (test_hostile_slot).
  */
 #include <check.h>
 #include <fcntl.h>
@@ -288,11 +291,84 @@ START_TEST(test_hostile_peer)
 }
 END_TEST
 
+/* Trailers no sender writes: a length just past the slot's buffer (8 KiB
+ * open slots: 8248 B fit), far past it, unknown bits, both kinds. */
+static const uint64_t bad_trailers[] = {
+	(1ull << 62) | 9000, (1ull << 62) | (1ull << 40), 0x1234ull << 48,
+	(3ull << 61) | 8,
+};
+
+struct slot_sync {
+	int corrupted, done;
+	uint64_t bad;
+};
+
+/* The first buffer's trailer of each of rank 0's slots (one per op:
+ * one edge) becomes bad: every eighth canary word of its window. */
+static void corrupt_slots(uint64_t bad)
+{
+	size_t bytes, i;
+	uint64_t *w = map_shm_file("/coopmpi-%016llx-nbr-%d-1", VICTIM,
+				   &bytes);
+	int found = 0;
+
+	for (i = 0; i < bytes / 8; i++)
+		if (w[i] == COOP_NBR_CANARY && found++ % 8 == 0)
+			__atomic_store_n(&w[i], bad, __ATOMIC_RELEASE);
+	munmap(w, bytes);
+	T_ASSERT(found == 16, "%d canaries in rank 0's window", found);
+}
+
+static int slot_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct slot_sync *sy = arg;
+	const int other = !rank;
+	unsigned char sb[8] = { 0 }, rb[8];
+	coop_topo_t *t;
+	int i, rc;
+
+	(void)size;
+	T_OK(coop_topo_create(ctx, COMM, !rank, &other, NULL, rank, &other,
+			      NULL, 0, &t));
+	if (rank) {	/* never calls the collective: it writes */
+		corrupt_slots(sy->bad);
+		t_flag_raise(&sy->corrupted);
+		t_flag_wait(&sy->done);
+	} else {
+		t_flag_wait(&sy->corrupted);
+		for (i = 0; i < 2; i++) {
+			rc = coop_neighbor_alltoall(t, sb, 8, rb, 8);
+			T_ASSERT(rc == COOP_ERR_PEER_DEAD, "call %d: %s", i,
+				 coop_strerror(rc));
+		}
+		t_flag_raise(&sy->done);
+	}
+	T_OK(coop_topo_free(&t));
+	return 0;
+}
+
+/* Rank 0's alltoall with rank 1's bad trailer fails with
+ * COOP_ERR_PEER_DEAD, and so does the next one - rank 1 counts as
+ * failed, although it is still there and its next buffer is armed -
+ * and nothing is read outside the buffer (the sanitized stages). */
+START_TEST(test_hostile_slot)
+{
+	struct slot_sync *sy = shared_alloc(sizeof(*sy));
+
+	sy->bad = bad_trailers[_i];
+	ck_assert_int_eq(run_ranks(2, NULL, slot_rank, sy, 60, NULL), 0);
+	shared_free(sy, sizeof(*sy));
+}
+END_TEST
+
 TCase *tc_hostile(void)
 {
 	TCase *tc = tcase_create("hostile");
 
 	tcase_set_timeout(tc, 150);
 	tcase_add_loop_test(tc, test_hostile_peer, 0, 4);
+	tcase_add_loop_test(tc, test_hostile_slot, 0,
+			    (int)(sizeof(bad_trailers) /
+				  sizeof(bad_trailers[0])));
 	return tc;
 }
