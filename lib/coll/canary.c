@@ -341,7 +341,6 @@ void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 			const void *src, size_t len, int lost)
 {
-	unsigned char *end = buf_end(p, x, call);
 	uint64_t trailer = COOP_MIN((uint64_t)len, TRAILER_LEN);
 	int rc = COOP_SUCCESS;
 
@@ -349,7 +348,7 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	if (lost) {
 		trailer = 0;
 	} else if (len <= p->slots->open && len <= p->slots->cap[x] - 8) {
-		memcpy(end - 8 - len, src, len);
+		memcpy(data_of(p, x, call, len), src, len);
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {
@@ -376,7 +375,7 @@ int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 		rc = SLOT_MSG;
 	} else if ((trailer & ~TRAILER_LEN) == TRAILER_DATA &&
 		   sent <= p->slots->cap[x] - 8) {
-		memcpy(dst, buf_end(p, x, call) - 8 - sent,
+		memcpy(dst, data_of(p, x, call, sent),
 		       COOP_MIN(sent, (uint64_t)len));
 		rc = sent == len ? COOP_SUCCESS :
 		     sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;

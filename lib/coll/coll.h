@@ -139,7 +139,8 @@ struct slot_group {
 	uint32_t lead;		/* the transfer whose canary x's data shares */
 	uint32_t members;	/* leader: transfers in its group */
 	uint64_t end_gap;	/* bytes between x's data and its buffer's
-				 * end (0 for the leader) */
+				 * end (0 for the leader; an open slot's:
+				 * 8, its trailer) */
 	/* leader, sender side: the call its group writes, how many of the
 	 * call's members wrote, whether one had no data */
 	uint64_t writing;

@@ -246,6 +246,7 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 			s->cap[x] = slot_cap(t, p, &p->xf[x]);
 		s->grp[x].lead = x;
 		s->grp[x].members = 1;
+		s->grp[x].end_gap = open ? 8 : 0;	/* the trailer */
 	}
 	if (groups_form(t, p))
 		return -1;
