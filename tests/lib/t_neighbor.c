@@ -807,52 +807,31 @@ START_TEST(test_open_sizes)
 }
 END_TEST
 
-/* An alltoall of bytes per block on t (n blocks each way between two
- * ranks): data right, and slot_sends grew by written. */
-static void open_window_call(coop_topo_t *t, int rank, int n, size_t bytes,
-			     uint64_t written)
-{
-	unsigned char *sb = malloc((size_t)n * bytes);
-	unsigned char *rb = malloc((size_t)n * bytes);
-	coop_topo_info_t a, b;
-	int j;
-
-	T_ASSERT(sb && rb, "malloc");
-	T_OK(coop_topo_get_info(t, &a));
-	for (j = 0; j < n; j++)
-		t_fill(sb + (size_t)j * bytes, bytes, (uint32_t)(rank * 10 + j));
-	T_OK(coop_neighbor_alltoall(t, sb, bytes, rb, bytes));
-	for (j = 0; j < n; j++)
-		T_ASSERT(t_check(rb + (size_t)j * bytes, bytes,
-				 (uint32_t)(!rank * 10 + j)) < 0,
-			 "%d edges, %zu B: block %d", n, bytes, j);
-	T_OK(coop_topo_get_info(t, &b));
-	T_ASSERT(b.slot_sends[1] - a.slot_sends[1] == written,
-		 "%d edges, %zu B: %" PRIu64 " slot sends, %" PRIu64
-		 " expected", n, bytes, b.slot_sends[1] - a.slot_sends[1],
-		 written);
-	free(sb);
-	free(rb);
-}
-
 /* A topology of n edges each way between two ranks, with slotted slots
  * per op; blocks of 40000 B (written through them: big) and of 30000. */
 static void open_window(coop_context_t *ctx, int rank, int n, int slotted,
 			int big)
 {
-	const int other[4] = { !rank, !rank, !rank, !rank };
 	coop_topo_info_t in;
-	coop_topo_t *t;
+	struct rk k;
+	int j;
 
-	T_OK(coop_topo_create(ctx, COMM_BASE + (uint32_t)n, n, other, NULL, n,
-			      other, NULL, 0, &t));
-	T_OK(coop_topo_get_info(t, &in));
+	memset(&k, 0, sizeof(k));
+	k.ctx = ctx;
+	k.rank = rank;
+	k.g.n = 2;
+	for (j = 0; j < n; j++) {
+		g_edge(&k.g, 0, 1);
+		g_edge(&k.g, 1, 0);
+	}
+	T_OK(topo_make(&k, COMM_BASE + (uint32_t)n, 0));
+	T_OK(coop_topo_get_info(k.topo, &in));
 	T_ASSERT(in.slotted[0] == slotted && in.slotted[1] == slotted,
 		 "%d edges: %d/%d slotted, %d expected", n, in.slotted[0],
 		 in.slotted[1], slotted);
-	open_window_call(t, rank, n, 40000, big ? (uint64_t)n : 0);
-	open_window_call(t, rank, n, 30000, slotted ? (uint64_t)n : 0);
-	T_OK(coop_topo_free(&t));
+	open_counted(&k, 40000, big ? (uint64_t)n : 0);
+	open_counted(&k, 30000, slotted ? (uint64_t)n : 0);
+	topo_done(&k);
 }
 
 static int open_window_rank(coop_context_t *ctx, int rank, int size,
