@@ -792,6 +792,11 @@ typedef struct coop_topo_info {
 				 * its canary with others to the same rank
 				 * (EXACT_BYTES and STATIC_BUFFERS: blocks
 				 * of known size, back to back) */
+	int packed[2];		/* of slotted: those whose calls share
+				 * cache lines, 2-4 a line (a block of at
+				 * most 32 B alone in its slot, whose
+				 * sender receives nothing in the call;
+				 * direct RTR) */
 } coop_topo_info_t;
 
 /* The canary of static slots: a slot buffer's last 8 bytes, read as a

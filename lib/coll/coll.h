@@ -125,7 +125,7 @@ struct nbr_xfer {
 
 /* A plan's slots (the whole graph's; slots.c): static ones, or open
  * ones when the calls' sizes are not fixed (no STATIC_BUFFERS). */
-#define SLOT_HDR 128u
+#define SLOT_HDR 192u
 /*
  * Small transfers between the same two ranks share one slot (a group):
  * their data lies back to back in each buffer, the leader's (the last
@@ -141,6 +141,10 @@ struct slot_group {
 	uint64_t end_gap;	/* bytes between x's data and its buffer's
 				 * end (0 for the leader; an open slot's:
 				 * 8, its trailer) */
+	uint32_t bufs;		/* buffers of x's slot: SLOT_BUFS, or
+				 * SLOT_BUFS_PACKED (a power of two) */
+	uint32_t line_calls;	/* calls whose buffers share a line: 1, or
+				 * in a packed slot 2 or 4 */
 	/* leader, sender side: the call its group writes, how many of the
 	 * call's members wrote, whether one had no data */
 	uint64_t writing;
@@ -152,16 +156,21 @@ struct slot_group {
 	uint64_t taking;
 };
 /* Buffers of a slot, taken by the calls in turn: a sender may run
- * SLOT_BUFS - 1 calls ahead of its receiver (at most 8: the collision
- * bits and the header's flag line).  8 rather than 4: a one-way stream
- * of 8 B calls took 0.074 instead of 0.101 us per call (2 ranks). */
+ * SLOT_BUFS - 1 calls ahead of its receiver.  8 rather than 4: a
+ * one-way stream of 8 B calls took 0.074 instead of 0.101 us per call
+ * (2 ranks).  A packed slot has 16 (at most 16: the collision bits and
+ * the header's flag lines): its lines are re-armed whole, so 8 left the
+ * sender 4-8 calls ahead (8 B stream: 0.13-0.16 -> 0.11-0.14 us where
+ * a line crossed slowest). */
 #define SLOT_BUFS 8u
+#define SLOT_BUFS_PACKED 16u
 struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
 	unsigned char **base;	/* [nxf] the slot, where its window is
 				 * mapped here (NULL: not) */
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
-				 * (64-byte multiple); 0: no slot */
+				 * (64-byte multiple, or 16 or 32 in a
+				 * packed slot); 0: no slot */
 	uint32_t *order;	/* slots (their groups' leaders), by sender,
 				 * each sender's in transfer order: the
 				 * nodes of its RTR tree */
@@ -169,7 +178,7 @@ struct nbr_slots {
 	uint32_t *pos;		/* [nxf] a leader's node among its
 				 * sender's */
 	uint64_t *next;		/* [nxf] ours to take: the next call */
-	uint8_t *collided;	/* [nxf] ours to send: bit b, buffer b's
+	uint16_t *collided;	/* [nxf] ours to send: bit b, buffer b's
 				 * last data left the canary in place */
 	struct slot_group *grp;	/* [nxf] see below */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */

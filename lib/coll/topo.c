@@ -489,8 +489,11 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 	return COOP_SUCCESS;
 }
 
-/* rank's transfers with a slot; shared: only those sharing it */
-static int slotted(const struct nbr_plan *p, int rank, int shared)
+enum slot_kind { SLOT_ANY, SLOT_SHARED, SLOT_PACKED };
+
+/* rank's transfers with a slot: any, sharing it, or with its buffers
+ * sharing lines */
+static int slotted(const struct nbr_plan *p, int rank, enum slot_kind k)
 {
 	const struct nbr_slots *s = p->slots;
 	uint32_t x;
@@ -498,7 +501,9 @@ static int slotted(const struct nbr_plan *p, int rank, int shared)
 
 	for (x = 0; x < p->nxf; x++)
 		n += p->xf[x].from == rank && s->cap[x] &&
-		     (!shared || s->grp[s->grp[x].lead].members > 1);
+		     (k == SLOT_ANY ||
+		      (k == SLOT_SHARED ? s->grp[s->grp[x].lead].members > 1 :
+		       s->grp[x].line_calls > 1));
 	return n;
 }
 
@@ -516,9 +521,10 @@ void coop_topo_info_fill(const struct coop_topo *t, coop_topo_info_t *info)
 		info->moved[op] = (int)p->moved;
 		if (!p->slots)
 			continue;
-		info->slotted[op] = slotted(p, t->ctx->rank, 0);
+		info->slotted[op] = slotted(p, t->ctx->rank, SLOT_ANY);
 		info->slot_sends[op] = p->slots->sends;
 		info->canary_flags[op] = p->slots->flagged;
-		info->grouped[op] = slotted(p, t->ctx->rank, 1);
+		info->grouped[op] = slotted(p, t->ctx->rank, SLOT_SHARED);
+		info->packed[op] = slotted(p, t->ctx->rank, SLOT_PACKED);
 	}
 }

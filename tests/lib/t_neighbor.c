@@ -31,7 +31,9 @@
  * every op and mode through the static slots and past them (direct RTR,
  * a binary RTR tree, a chain), three calls outstanding, sizes fixed by
  * the first call; blocks ending in the canary's bytes (flag counted
- * exactly); a rank killed between calls.
+ * exactly); packed slots (a sender that receives nothing, blocks of at
+ * most 32 B: 2-4 calls a line, its receivers late); a rank killed
+ * between calls.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -1911,6 +1913,85 @@ START_TEST(test_canary)
 }
 END_TEST
 
+/* Packed slots: rank 0 of a hot spot without replies sends each other
+ * rank one block and receives nothing, so with exact sizes of at most
+ * 32 B and direct RTR its slots' buffers share lines (16 or 32 B each)
+ * and a line is re-armed after its last call.  Calls per size: each of
+ * the 16 buffers used five times or more; the receivers come late to every
+ * fifth call, so the sender waits for buffers whose lines are taken in
+ * part (a count stored before its line is armed again let it write a
+ * buffer the re-arm then wiped: a hang). */
+#define PACKED_CALLS 83u
+
+struct packed_case {
+	const char *const *env;
+	int tree;		/* RTR tree: never packed */
+};
+
+static int packed_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	static const size_t lens[] = { 1, 8, 16, 17, 24, 32, 33, 64 };
+	const struct gspec hot = { .kind = G_HOT, .n = size };
+	const struct packed_case *pc = arg;
+	coop_topo_info_t in;
+	uint64_t flags[2];
+	struct rk k;
+	int l, n, op, a2a, want;
+
+	rk_init(&k, ctx, rank, &hot);
+	k.wmode = W_UNIFORM;
+	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
+		k.wbytes = lens[l];
+		T_OK(topo_make(&k, COMM_BASE, EX));
+		T_OK(coop_topo_get_info(k.topo, &in));
+		want = !pc->tree && lens[l] <= 32 ? out_others(&k.g, rank) : 0;
+		T_ASSERT(in.packed[0] == want && in.packed[1] == want,
+			 "%zu B: packed %d %d, want %d", lens[l], in.packed[0],
+			 in.packed[1], want);
+		flags[0] = flags[1] = 0;
+		for (n = 0; n < (int)PACKED_CALLS; n++)
+			for (op = OP_AG; op <= OP_A2A; op += OP_A2A) {
+				if (rank && n % 5 == 2)
+					usleep(2000);
+				canary_call(&k, op, lens[l], 0,
+					    &flags[op == OP_A2A]);
+			}
+		T_OK(coop_topo_get_info(k.topo, &in));
+		for (a2a = 0; a2a < 2; a2a++)
+			T_ASSERT(in.canary_flags[a2a] == flags[a2a] &&
+				 in.slot_sends[a2a] == PACKED_CALLS *
+				 (uint64_t)out_others(&k.g, rank),
+				 "%zu B op %d: %llu flags (want %llu), %llu "
+				 "slot sends", lens[l], a2a,
+				 (unsigned long long)in.canary_flags[a2a],
+				 (unsigned long long)flags[a2a],
+				 (unsigned long long)in.slot_sends[a2a]);
+		topo_done(&k);
+	}
+	return 0;
+}
+
+static const char *const env_packed[] = { "COOP_NEIGHBOR_RTR=direct",
+					  "COOP_NEIGHBOR_TREE_MAX=0",
+					  "COOP_SPIN=100", NULL };
+static const char *const env_packed_tree[] = { "COOP_NEIGHBOR_RTR=tree",
+					       "COOP_NEIGHBOR_RTR_ARITY=2",
+					       "COOP_NEIGHBOR_TREE_MAX=0",
+					       "COOP_SPIN=100", NULL };
+
+/* Blocks of 1-64 B (colliding with the canary and not) from a sender
+ * that receives nothing: packed up to 32 B with direct RTR (info), not
+ * with an RTR tree; data right, flags and slot sends exact. */
+START_TEST(test_packed)
+{
+	const struct packed_case cases[] = { { env_packed, 0 },
+					     { env_packed_tree, 1 } };
+
+	ck_assert_int_eq(run_ranks(4, cases[_i].env, packed_rank,
+				   (void *)&cases[_i], 60, NULL), 0);
+}
+END_TEST
+
 /* A(4, 1), 8 B alltoalls through slots: the victim makes one call and
  * is killed; the others' next two calls end with COOP_ERR_PEER_DEAD
  * (the first: its block never comes; the second: it never frees the
@@ -1972,6 +2053,7 @@ TCase *tc_neighbor(void)
 			    (int)(sizeof(static_cases) /
 				  sizeof(static_cases[0])));
 	tcase_add_loop_test(tc, test_canary, 0, 4);
+	tcase_add_loop_test(tc, test_packed, 0, 2);
 	tcase_add_loop_test(tc, test_single_copy, 0, 4);
 	tcase_add_loop_test(tc, test_static_death, 0, 2);
 	return tc;
