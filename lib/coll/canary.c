@@ -15,15 +15,16 @@
  *
  * RTR: calls take a slot's SLOT_BUFS buffers (a packed slot's 16) in
  * turn; call n may write its buffer once the receiver consumed the call
- * a lap before and armed the canary again.  Direct: the sender finds the canary armed - in the very
- * line it is about to write, so RTR costs no cache line of its own
- * (measured: a consumed count the receiver stores every call and the
- * sender reads, even only when the last one it saw does not free the
- * buffer, took twice as long per call; again for open slots with a lap
- * in the trailer and the count stored every 1-8 calls: 0.21 -> 0.36 us
- * per call of a one-way stream of 8 B).  Only after a collision (the
- * canary was never replaced) it reads the receiver's consumed count,
- * which the receiver stores for such calls.
+ * a lap before and armed the canary again.  Direct: the sender finds
+ * the canary armed - in the very line it is about to write, so RTR
+ * costs no cache line of its own (measured: a consumed count the
+ * receiver stores every call and the sender reads, even only when the
+ * last one it saw does not free the buffer, took twice as long per
+ * call; again for open slots with a lap in the trailer and the count
+ * stored every 1-8 calls: 0.21 -> 0.36 us per call of a one-way stream
+ * of 8 B).  Only after a collision (the canary was never replaced) it
+ * reads the receiver's consumed count, which the receiver stores for
+ * such calls.
  * Packed slots (a block of at most 32 bytes alone in its slot, direct
  * RTR; slots.c): 16 buffers of 16 or 32 bytes, so a line holds 4 or 2
  * calls, and the receiver arms a line's canaries again together once it
@@ -182,6 +183,7 @@ static int frees(uint64_t consumed, uint64_t call, uint64_t bufs)
 static int slot_free(const struct nbr_plan *p, uint32_t x, uint64_t call)
 {
 	uint32_t lead = p->slots->grp[x].lead;
+
 	if (p->slots->collided[lead] >> buf_index(p, x, call) & 1)
 		return frees(LOAD_ACQ(&slot_of(p, x)->consumed), call,
 			     p->slots->grp[x].bufs);

@@ -15,10 +15,10 @@
  * with a slot per transfer it receives (both ops' plans): a line its
  * owner writes (calls consumed, the tree word), two lines the sender
  * writes (the collision flags), then SLOT_BUFS buffers (16 in a packed
- * slot; calls take them in turn).  The layout follows from the plans, which every rank
- * computes alike, so no rank tells another where anything is; the
- * windows are created, agreed on and mapped while the topology is
- * created, so a call never waits for a file.
+ * slot; calls take them in turn).  The layout follows from the plans,
+ * which every rank computes alike, so no rank tells another where
+ * anything is; the windows are created, agreed on and mapped while the
+ * topology is created, so a call never waits for a file.
  */
 #include <errno.h>
 #include <stdio.h>
