@@ -33,7 +33,7 @@
  * the first call; blocks ending in the canary's bytes (flag counted
  * exactly); packed slots (a sender that receives nothing, blocks of at
  * most 32 B: 2-4 calls a line, its receivers late); a rank killed
- * between calls.
+ * between calls (and a packed slot's sender).
  */
 #include <check.h>
 #include <inttypes.h>
@@ -1992,42 +1992,82 @@ START_TEST(test_packed)
 }
 END_TEST
 
-/* A(4, 1), 8 B alltoalls through slots: the victim makes one call and
- * is killed; the others' next two calls end with COOP_ERR_PEER_DEAD
- * (the first: its block never comes; the second: it never frees the
- * buffer for ours), none hangs. */
-static int static_death_rank(coop_context_t *ctx, int rank, int size,
-			     void *arg)
+/* On k's static topology, 8 B alltoalls: the victim makes one call and
+ * is killed; the others' next two calls end with COOP_ERR_PEER_DEAD,
+ * none hangs. */
+static void death_calls(struct rk *k, int *flags)
 {
-	const struct gspec full = { .kind = G_ER, .n = size, .p = 1.0 };
-	int *flags = arg, rc, i;
 	struct call c;
-	struct rk k;
+	int rc, i;
 
-	rk_init(&k, ctx, rank, &full);
-	T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
-	run_call(&k, OP_A2A, M_BLOCK, 8);
-	if (rank == VICTIM) {
-		__atomic_store_n(&flags[rank], 1, __ATOMIC_RELEASE);
+	run_call(k, OP_A2A, M_BLOCK, 8);
+	if (k->rank == VICTIM) {
+		__atomic_store_n(&flags[k->rank], 1, __ATOMIC_RELEASE);
 		raise(SIGKILL);
 		T_FAIL("alive after SIGKILL");
 	}
 	wait_flags(flags, VICTIM, VICTIM + 1);
-	call_setup(&c, &k, OP_A2A, 8);
+	call_setup(&c, k, OP_A2A, 8);
 	for (i = 0; i < 2; i++) {
-		call_fill(&c, &k);
-		rc = coop_neighbor_alltoall(k.topo, c.sbuf, 8, c.rbuf, 8);
+		call_fill(&c, k);
+		rc = coop_neighbor_alltoall(k->topo, c.sbuf, 8, c.rbuf, 8);
 		T_ASSERT(rc == COOP_ERR_PEER_DEAD, "call %d after the death: "
 			 "%s", i, coop_strerror(rc));
 	}
 	call_free(&c);
-	topo_done(&k);
+	topo_done(k);
+}
+
+/* A(4, 1) (the first call after the death: the victim's block never
+ * comes; the second: it never frees the buffer for ours). */
+static int static_death_rank(coop_context_t *ctx, int rank, int size,
+			     void *arg)
+{
+	const struct gspec full = { .kind = G_ER, .n = size, .p = 1.0 };
+	struct rk k;
+
+	rk_init(&k, ctx, rank, &full);
+	T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS));
+	death_calls(&k, arg);
+	return 0;
+}
+
+/* The victim sends each other rank an 8 B block through a packed slot
+ * and receives nothing; its receivers wait on canaries whose lines are
+ * re-armed only at their ends. */
+static int packed_death_rank(coop_context_t *ctx, int rank, int size,
+			     void *arg)
+{
+	const struct gspec ring = { .kind = G_RING, .n = size };
+	coop_topo_info_t in;
+	struct rk k;
+	int r;
+
+	rk_init(&k, ctx, rank, &ring);
+	memset(&k.g, 0, sizeof(k.g));
+	k.g.n = size;
+	for (r = 0; r < size; r++)
+		if (r != VICTIM)
+			g_edge(&k.g, VICTIM, r);
+	k.wmode = W_UNIFORM;
+	k.wbytes = 8;
+	T_OK(topo_make(&k, COMM_BASE, EX));
+	T_OK(coop_topo_get_info(k.topo, &in));
+	T_ASSERT(in.packed[1] == (rank == VICTIM ? size - 1 : 0),
+		 "packed %d", in.packed[1]);
+	death_calls(&k, arg);
 	return 0;
 }
 
 START_TEST(test_static_death)
 {
 	run_death(_i ? env_tree2 : env_direct, static_death_rank);
+}
+END_TEST
+
+START_TEST(test_packed_death)
+{
+	run_death(env_packed, packed_death_rank);
 }
 END_TEST
 
@@ -2056,5 +2096,6 @@ TCase *tc_neighbor(void)
 	tcase_add_loop_test(tc, test_packed, 0, 2);
 	tcase_add_loop_test(tc, test_single_copy, 0, 4);
 	tcase_add_loop_test(tc, test_static_death, 0, 2);
+	tcase_add_test(tc, test_packed_death);
 	return tc;
 }
