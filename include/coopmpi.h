@@ -793,10 +793,12 @@ typedef struct coop_topo_info {
 				 * (EXACT_BYTES and STATIC_BUFFERS: blocks
 				 * of known size, back to back) */
 	int packed[2];		/* of slotted: those whose calls share
-				 * cache lines, 2-4 a line (a block of at
-				 * most 32 B alone in its slot, whose
-				 * sender receives nothing in the call;
-				 * direct RTR) */
+				 * cache lines, 2-4 a line, and whose
+				 * sender receives nothing in the call
+				 * (direct RTR): a block of at most 32 B
+				 * alone in its static slot, or an open
+				 * slot's trailers (and data of up to
+				 * 8 B) */
 } coop_topo_info_t;
 
 /* The canary of static slots: a slot buffer's last 8 bytes, read as a

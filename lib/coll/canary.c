@@ -53,6 +53,14 @@
  * a call's data goes, sizes that differ are an error as they are for
  * messages, and every call takes its buffer (RTR as above).  A trailer
  * has the top bit clear, the canary has it set: no collisions.
+ * Packed open slots (the sender receives nothing in the call; slots.c):
+ * the trailers are in entries of 16 bytes after the 16 buffers, four to
+ * a line and re-armed a line at a time as in packed slots, and an
+ * entry's first word holds data of up to 8 bytes.  A one-way stream
+ * then moves a line per four calls for such data, and larger data's
+ * buffer lines only ever go to the receiver, which polls the entry
+ * instead of the buffer's end (one edge, plain calls, 8 / 64 B: 0.20 /
+ * 0.34 -> 0.11 / 0.23 us per call).
  */
 #include <string.h>
 
@@ -104,10 +112,24 @@ static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 	       buf_index(p, x, call) * cap + cap;
 }
 
-/* x's group's canary (its leader's) */
+/* call's entry of x's open packed slot: after the buffers */
+static uint64_t *entry_of(const struct nbr_plan *p, uint32_t x,
+			  uint64_t call)
+{
+	const struct nbr_slots *s = p->slots;
+
+	return (uint64_t *)(void *)((unsigned char *)slot_of(p, x) +
+				    SLOT_HDR + s->grp[x].bufs * s->cap[x] +
+				    buf_index(p, x, call) * SLOT_ENTRY);
+}
+
+/* x's group's canary (its leader's; an open packed slot's: the entry's
+ * trailer) */
 static uint64_t *canary_of(const struct nbr_plan *p, uint32_t x,
 			   uint64_t call)
 {
+	if (coop_nbr_entries(p->slots, x))
+		return entry_of(p, x, call) + 1;
 	return (uint64_t *)(void *)(buf_end(p, x, call) - 8);
 }
 
@@ -135,7 +157,9 @@ static void store_max(uint64_t *word, uint64_t v)
 void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 			    uint64_t call, int write)
 {
-	const unsigned char *last = data_of(p, x, call, 1);
+	const void *last = coop_nbr_entries(p->slots, x) ?
+			   (const void *)canary_of(p, x, call) :
+			   (const void *)data_of(p, x, call, 1);
 
 	if (write)
 		__builtin_prefetch(last, 1);
@@ -375,6 +399,22 @@ void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 
 /* ---------------- open slots ---------------- */
 
+/* The most bytes call's buffer of x's open slot holds. */
+static uint64_t open_room(const struct nbr_plan *p, uint32_t x)
+{
+	return p->slots->cap[x] - p->slots->grp[x].end_gap;
+}
+
+/* Where call's data of len bytes is: an open packed slot's entry holds
+ * up to 8 bytes, so the receiver finds them in the trailer's line. */
+static unsigned char *open_data(const struct nbr_plan *p, uint32_t x,
+				uint64_t call, size_t len)
+{
+	if (coop_nbr_entries(p->slots, x) && len <= 8)
+		return (unsigned char *)entry_of(p, x, call) + 8 - len;
+	return data_of(p, x, call, len);
+}
+
 int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 			const void *src, size_t len, int lost)
 {
@@ -384,8 +424,8 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	p->slots->grp[x].writing = call + 1;
 	if (lost) {
 		trailer = 0;
-	} else if (len <= p->slots->open && len <= p->slots->cap[x] - 8) {
-		memcpy(data_of(p, x, call, len), src, len);
+	} else if (len <= p->slots->open && len <= open_room(p, x)) {
+		memcpy(open_data(p, x, call, len), src, len);
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {
@@ -411,8 +451,8 @@ int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG) {
 		rc = SLOT_MSG;
 	} else if ((trailer & ~TRAILER_LEN) == TRAILER_DATA &&
-		   sent <= p->slots->cap[x] - 8) {
-		memcpy(dst, data_of(p, x, call, sent),
+		   sent <= open_room(p, x)) {
+		memcpy(dst, open_data(p, x, call, sent),
 		       COOP_MIN(sent, (uint64_t)len));
 		rc = sent == len ? COOP_SUCCESS :
 		     sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;

@@ -143,8 +143,9 @@ struct slot_group {
 				 * 8, its trailer) */
 	uint32_t bufs;		/* buffers of x's slot: SLOT_BUFS, or
 				 * SLOT_BUFS_PACKED (a power of two) */
-	uint32_t line_calls;	/* calls whose buffers share a line: 1, or
-				 * in a packed slot 2 or 4 */
+	uint32_t line_calls;	/* calls whose buffers (an open packed
+				 * slot's: entries) share a line: 1, or in
+				 * a packed slot 2 or 4 */
 	/* leader, sender side: the call its group writes, how many of the
 	 * call's members wrote, whether one had no data */
 	uint64_t writing;
@@ -164,6 +165,10 @@ struct slot_group {
  * a line crossed slowest). */
 #define SLOT_BUFS 8u
 #define SLOT_BUFS_PACKED 16u
+/* An open packed slot (canary.c) has an entry per buffer after its
+ * buffers: a data word (a call's data of up to 8 bytes) and the
+ * trailer, four to a line. */
+#define SLOT_ENTRY 16u
 struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
 	unsigned char **base;	/* [nxf] the slot, where its window is
@@ -191,6 +196,13 @@ struct nbr_slots {
 				 * length in a trailer word; 0: fixed */
 	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;	/* sched.c */
 };
+
+/* Does x's slot keep its trailers in entries (an open packed slot)?
+ * Open plans have no static packed slots. */
+static inline int coop_nbr_entries(const struct nbr_slots *s, uint32_t x)
+{
+	return s->open && s->grp[x].line_calls > 1;
+}
 
 struct nbr_plan {
 	enum coop_nbr_op op;

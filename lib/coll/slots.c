@@ -225,34 +225,61 @@ static int groups_form(const struct coop_topo *t, struct nbr_plan *p)
 	return 0;
 }
 
+/* A line's share of x's calls when x's slot is packed (its buffer's
+ * bytes, an open slot's entry's); 0: it is not. */
+static uint64_t packed_share(const struct coop_topo *t,
+			     const struct nbr_plan *p, uint32_t x)
+{
+	const struct nbr_slots *s = p->slots;
+	uint64_t len;
+
+	if (!s->cap[x] || !p->xf[x].sender_idle || s->grp[x].members != 1 ||
+	    s->grp[x].lead != x)
+		return 0;
+	if (s->open)
+		return SLOT_ENTRY;
+	len = exact_len(t, p, &p->xf[x]);
+	return !len || len > 32 ? 0 : len <= 16 ? 16 : 32;
+}
+
 /* A static block of at most 32 bytes alone in its slot, whose sender
  * receives nothing in the call, with direct RTR, gets 16 buffers of 16
- * or 32 bytes: a line holds 2-4 calls, re-armed together (canary.c).  Such
- * a sender streams ahead of its receiver, and a line moved there and
- * back per call bounded the stream; where both ends receive, each call
- * waits for the other's line, and a line shared with the next call
- * cost more (2 ranks exchanging 8 B: 0.37 -> 0.52 us per call).  Not in
- * RTR trees, whose counts would free a buffer before its line is
- * armed. */
+ * or 32 bytes: a line holds 2-4 calls, re-armed together (canary.c).
+ * Such a sender streams ahead of its receiver, and a line moved there
+ * and back per call bounded the stream; where both ends receive, each
+ * call waits for the other's line, and a line shared with the next
+ * call cost more (2 ranks exchanging 8 B: 0.37 -> 0.52 us per call).
+ * Such an open slot gets 16 buffers and 16 entries, which carry the
+ * trailers (and data of up to 8 bytes) four to a line, so its buffers'
+ * lines only ever go to the receiver.  Not in RTR trees, whose counts
+ * would free a buffer before its line is armed. */
 static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 {
 	struct nbr_slots *s = p->slots;
-	uint64_t len;
+	uint64_t share;
 	uint32_t x;
 
-	if (s->open || s->arity)
+	if (s->arity)
 		return;
 	for (x = 0; x < p->nxf; x++) {
-		if (!s->cap[x] || !p->xf[x].sender_idle ||
-		    s->grp[x].members != 1 || s->grp[x].lead != x)
+		share = packed_share(t, p, x);
+		if (!share)
 			continue;
-		len = exact_len(t, p, &p->xf[x]);
-		if (!len || len > 32)
-			continue;
-		s->cap[x] = len <= 16 ? 16 : 32;
+		if (s->open)
+			s->grp[x].end_gap = 0;	/* the entry holds the trailer */
+		else
+			s->cap[x] = share;
 		s->grp[x].bufs = SLOT_BUFS_PACKED;
-		s->grp[x].line_calls = (uint32_t)(64 / s->cap[x]);
+		s->grp[x].line_calls = (uint32_t)(64 / share);
 	}
+}
+
+/* x's slot's bytes in its receiver's window */
+static uint64_t slot_bytes(const struct nbr_slots *s, uint32_t x)
+{
+	uint64_t entries = coop_nbr_entries(s, x) ? SLOT_ENTRY : 0;
+
+	return SLOT_HDR + s->grp[x].bufs * (s->cap[x] + entries);
 }
 
 /* The slots of plan p (open: open slots of at most that many bytes),
@@ -290,7 +317,7 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 		if (!s->cap[x] || s->grp[x].lead != x)
 			continue;
 		s->off[x] = bytes[to];
-		bytes[to] += SLOT_HDR + s->grp[x].bufs * s->cap[x];
+		bytes[to] += slot_bytes(s, x);
 	}
 	for (x = 0; x < p->nxf; x++)
 		s->off[x] = s->off[s->grp[x].lead];

@@ -292,46 +292,54 @@ START_TEST(test_hostile_peer)
 END_TEST
 
 /* Trailers no sender writes: a length just past the slot's buffer (8 KiB
- * open slots: 8248 B fit), far past it, unknown bits, both kinds. */
+ * open slots: 8248 B fit, 8256 B in a packed one), far past it, unknown
+ * bits, both kinds. */
 static const uint64_t bad_trailers[] = {
 	(1ull << 62) | 9000, (1ull << 62) | (1ull << 40), 0x1234ull << 48,
 	(3ull << 61) | 8,
 };
+#define NBAD_TRAILERS ((int)(sizeof(bad_trailers) / sizeof(bad_trailers[0])))
 
 struct slot_sync {
 	int corrupted, done;
+	int both;		/* rank 0 sends to rank 1 too */
 	uint64_t bad;
 };
 
-/* The first buffer's trailer of each of rank 0's slots (one per op:
- * one edge) becomes bad: every eighth canary word of its window. */
-static void corrupt_slots(uint64_t bad)
+/* The first call's trailer of each of rank 0's slots (one per op: one
+ * edge) becomes bad: the first of each slot's canary words.  A slot
+ * has eight buffers, or (its sender receiving nothing: packed) sixteen
+ * entries. */
+static void corrupt_slots(const struct slot_sync *sy)
 {
+	const int per_slot = sy->both ? 8 : 16;
 	size_t bytes, i;
 	uint64_t *w = map_shm_file("/coopmpi-%016llx-nbr-%d-1", VICTIM,
 				   &bytes);
 	int found = 0;
 
 	for (i = 0; i < bytes / 8; i++)
-		if (w[i] == COOP_NBR_CANARY && found++ % 8 == 0)
-			__atomic_store_n(&w[i], bad, __ATOMIC_RELEASE);
+		if (w[i] == COOP_NBR_CANARY && found++ % per_slot == 0)
+			__atomic_store_n(&w[i], sy->bad, __ATOMIC_RELEASE);
 	munmap(w, bytes);
-	T_ASSERT(found == 16, "%d canaries in rank 0's window", found);
+	T_ASSERT(found == 2 * per_slot, "%d canaries in rank 0's window",
+		 found);
 }
 
 static int slot_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	struct slot_sync *sy = arg;
-	const int other = !rank;
+	const int other = !rank, in = sy->both || !rank;
+	const int out = sy->both || rank;
 	unsigned char sb[8] = { 0 }, rb[8];
 	coop_topo_t *t;
 	int i, rc;
 
 	(void)size;
-	T_OK(coop_topo_create(ctx, COMM, !rank, &other, NULL, rank, &other,
+	T_OK(coop_topo_create(ctx, COMM, in, &other, NULL, out, &other,
 			      NULL, 0, &t));
 	if (rank) {	/* never calls the collective: it writes */
-		corrupt_slots(sy->bad);
+		corrupt_slots(sy);
 		t_flag_raise(&sy->corrupted);
 		t_flag_wait(&sy->done);
 	} else {
@@ -350,12 +358,15 @@ static int slot_rank(coop_context_t *ctx, int rank, int size, void *arg)
 /* Rank 0's alltoall with rank 1's bad trailer fails with
  * COOP_ERR_PEER_DEAD, and so does the next one - rank 1 counts as
  * failed, although it is still there and its next buffer is armed -
- * and nothing is read outside the buffer (the sanitized stages). */
+ * and nothing is read outside the buffer (the sanitized stages).  Rank 1
+ * sends only (its slots packed: the trailers in entries), or both
+ * send. */
 START_TEST(test_hostile_slot)
 {
 	struct slot_sync *sy = shared_alloc(sizeof(*sy));
 
-	sy->bad = bad_trailers[_i];
+	sy->bad = bad_trailers[_i / 2];
+	sy->both = _i % 2;
 	ck_assert_int_eq(run_ranks(2, NULL, slot_rank, sy, 60, NULL), 0);
 	shared_free(sy, sizeof(*sy));
 }
@@ -367,8 +378,6 @@ TCase *tc_hostile(void)
 
 	tcase_set_timeout(tc, 150);
 	tcase_add_loop_test(tc, test_hostile_peer, 0, 4);
-	tcase_add_loop_test(tc, test_hostile_slot, 0,
-			    (int)(sizeof(bad_trailers) /
-				  sizeof(bad_trailers[0])));
+	tcase_add_loop_test(tc, test_hostile_slot, 0, 2 * NBAD_TRAILERS);
 	return tc;
 }

@@ -639,14 +639,17 @@ END_TEST
 /* ------------------------------------------------------------------ */
 
 #define OPEN_MAX 8192		/* COOP_NEIGHBOR_SLOT_OPEN's default */
-#define OPEN_CALLS 12		/* outstanding at once: past 8 buffers */
+#define OPEN_CALLS 20		/* outstanding at once: past 16 buffers */
+#define OPEN_STREAM 40		/* blocking calls of a size in a row */
 
-/* Origin o's block for its slot j in call i: 0 B to past the slot. */
+/* Origin o's block for its slot j in call i: 0 B to past the slot (a
+ * packed slot's entry holds up to 8 B). */
 static size_t open_size(int o, int j, int i)
 {
-	static const size_t z[] = { 5, OPEN_MAX, 0, 12000, 64, OPEN_MAX + 1 };
+	static const size_t z[] = { 5, OPEN_MAX, 0, 12000, 8, 64,
+				    OPEN_MAX + 1, 9 };
 
-	return z[(o * 3 + j * 5 + i) % 6];
+	return z[(o * 3 + j * 5 + i) % 8];
 }
 
 /* Call i's alltoallv blocks of k's rank, sizes by open_size. */
@@ -691,52 +694,84 @@ static void open_outstanding(struct rk *k)
 	}
 }
 
-/* A blocking alltoall of bytes: slot_sends grows by expect. */
-static void open_counted(struct rk *k, size_t bytes, uint64_t expect)
+/* A blocking call of op (OP_AG or OP_A2A) of bytes: its slot_sends
+ * grow by expect. */
+static void open_counted_op(struct rk *k, int op, size_t bytes,
+			    uint64_t expect)
 {
+	const int i = op == OP_AG ? COOP_NBR_ALLGATHER : COOP_NBR_ALLTOALL;
 	coop_topo_info_t a, b;
 	struct call c;
 
-	snprintf(k->what, sizeof(k->what), "open alltoall %zu B", bytes);
+	snprintf(k->what, sizeof(k->what), "open %s %zu B",
+		 op == OP_AG ? "allgather" : "alltoall", bytes);
 	T_OK(coop_topo_get_info(k->topo, &a));
-	call_setup(&c, k, OP_A2A, bytes);
+	call_setup(&c, k, op, bytes);
 	call_fill(&c, k);
 	T_OK(call_post(&c, k->topo, M_BLOCK, NULL));
 	call_check(&c, k);
 	call_free(&c);
 	T_OK(coop_topo_get_info(k->topo, &b));
-	T_ASSERT(b.slot_sends[COOP_NBR_ALLTOALL] -
-		 a.slot_sends[COOP_NBR_ALLTOALL] == expect &&
-		 !b.canary_flags[COOP_NBR_ALLTOALL],
+	T_ASSERT(b.slot_sends[i] - a.slot_sends[i] == expect &&
+		 !b.canary_flags[i],
 		 "%s: %" PRIu64 " slot sends (%" PRIu64 " expected), %" PRIu64
-		 " flags", k->what, b.slot_sends[COOP_NBR_ALLTOALL] -
-		 a.slot_sends[COOP_NBR_ALLTOALL], expect,
-		 b.canary_flags[COOP_NBR_ALLTOALL]);
+		 " flags", k->what, b.slot_sends[i] - a.slot_sends[i], expect,
+		 b.canary_flags[i]);
 }
+
+static void open_counted(struct rk *k, size_t bytes, uint64_t expect)
+{
+	open_counted_op(k, OP_A2A, bytes, expect);
+}
+
+/* OPEN_STREAM blocking calls of bytes each, allgathers and alltoalls
+ * in turn (both ops' slots in use), the receivers late to every fifth,
+ * so a sender that runs ahead waits for its buffers. */
+static void open_stream(struct rk *k, size_t bytes, uint64_t expect)
+{
+	int n;
+
+	for (n = 0; n < OPEN_STREAM; n++) {
+		if (k->g.indeg[k->rank] && n % 5 == 2)
+			usleep(2000);
+		open_counted_op(k, n % 2 ? OP_A2A : OP_AG, bytes, expect);
+	}
+}
+
+struct open_case {
+	const char *const *env;
+	int hot;		/* a hot spot without replies, not a stencil */
+	int packed;		/* its sender's slots packed */
+};
 
 static int open_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
+	static const size_t stream[] = { 0, 1, 8, 9, 64, OPEN_MAX };
 	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 2,
 				  .dims = { 2, 2 } };
+	const struct gspec hot = { .kind = G_HOT, .n = size };
+	const struct open_case *oc = arg;
 	coop_topo_info_t in;
 	struct rk k;
-	int op, deg;
+	int op, deg, l;
 
-	(void)size;
-	(void)arg;
-	rk_init(&k, ctx, rank, &st);
+	rk_init(&k, ctx, rank, oc->hot ? &hot : &st);
 	deg = k.g.outdeg[rank];
 	T_OK(topo_make(&k, COMM_BASE, 0));
 	T_OK(coop_topo_get_info(k.topo, &in));
 	for (op = COOP_NBR_ALLGATHER; op <= COOP_NBR_ALLTOALL; op++)
-		T_ASSERT(in.slotted[op] == deg && !in.grouped[op],
-			 "op %d: %d slotted (%d expected), %d grouped", op,
-			 in.slotted[op], deg, in.grouped[op]);
+		T_ASSERT(in.slotted[op] == deg && !in.grouped[op] &&
+			 in.packed[op] == (oc->packed ? deg : 0),
+			 "op %d: %d slotted (%d expected), %d grouped, %d "
+			 "packed", op, in.slotted[op], deg, in.grouped[op],
+			 in.packed[op]);
 	open_counted(&k, 8, (uint64_t)deg);
 	open_counted(&k, OPEN_MAX, (uint64_t)deg);
 	open_counted(&k, OPEN_MAX + 1, 0);
 	open_outstanding(&k);
 	open_counted(&k, 0, (uint64_t)deg);
+	for (l = 0; l < (int)(sizeof(stream) / sizeof(stream[0])); l++)
+		open_stream(&k, stream[l], (uint64_t)deg);
 	topo_done(&k);
 	return 0;
 }
@@ -747,30 +782,40 @@ static const char *const env_open_tree[] = { "COOP_NEIGHBOR_RTR=tree",
 
 /* Plain calls go through open slots: every message of the 2x2 stencil
  * has one; blocks up to COOP_NEIGHBOR_SLOT_OPEN are written there, not
- * larger ones; calls outstanding past the slot's eight buffers with
- * sizes changing between calls; direct RTR and a binary RTR tree. */
+ * larger ones; calls outstanding past the slots' buffers with sizes
+ * changing between calls, and streams of one size; direct RTR and a
+ * binary RTR tree.  A hot spot whose rank 0 receives nothing: its
+ * slots packed with direct RTR (trailers and blocks of up to 8 B in
+ * entries, four to a line), not with a tree. */
 START_TEST(test_open_slots)
 {
-	ck_assert_int_eq(run_ranks(4, _i ? env_open_tree : NULL, open_rank,
-				   NULL, 60, NULL), 0);
+	const struct open_case cases[] = { { NULL, 0, 0 },
+					   { env_open_tree, 0, 0 },
+					   { NULL, 1, 1 },
+					   { env_open_tree, 1, 0 } };
+
+	ck_assert_int_eq(run_ranks(4, cases[_i].env, open_rank,
+				   (void *)&cases[_i], 60, NULL), 0);
 }
 END_TEST
 
 /* Sizes the two ends disagree on (rank 0 sends, rank 1 expects), as
  * for messages: more fill the block and fail with COOP_ERR_TRUNCATE,
- * fewer fail with COOP_ERR_COUNT - through the slot, past it, and a
- * block of the slot's size the receiver thinks too large for it. */
+ * fewer fail with COOP_ERR_COUNT - through the slot (a packed one's
+ * entry holds up to 8 B), past it, and a block of the slot's size the
+ * receiver thinks too large for it. */
 static const size_t open_bad[][2] = {
-	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 12000, 8 }, { 8, 12000 },
-	{ 10000, 12000 }, { 8, 8 },
+	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 9, 8 }, { 8, 9 }, { 8, 4 },
+	{ 4, 12 }, { 12000, 8 }, { 8, 12000 }, { 10000, 12000 }, { 8, 8 },
 };
 #define NOPEN_BAD ((int)(sizeof(open_bad) / sizeof(open_bad[0])))
 
-static void open_mismatch(coop_topo_t *t, int rank, int i)
+/* Both ranks send (both) or only rank 0 does: only rank 1 receives. */
+static void open_mismatch(coop_topo_t *t, int rank, int both, int i)
 {
 	const size_t s = open_bad[i][0], r = open_bad[i][1], d0[1] = { 0 };
 	const size_t mine[1] = { rank ? 8 : s }, theirs[1] = { rank ? r : 8 };
-	const size_t want = !rank ? 8 : s < r ? s : r;
+	const size_t want = !rank ? (both ? 8 : 0) : s < r ? s : r;
 	unsigned char sb[12000], rb[12000 + TAIL];
 	int rc, expect = COOP_SUCCESS;
 
@@ -788,23 +833,29 @@ static void open_mismatch(coop_topo_t *t, int rank, int i)
 
 static int open_bad_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	const int other = !rank;
+	const int other = !rank, both = *(const int *)arg;
+	coop_topo_info_t in;
 	coop_topo_t *t;
 	int i;
 
 	(void)size;
-	(void)arg;
-	T_OK(coop_topo_create(ctx, COMM_BASE, 1, &other, NULL, 1, &other,
-			      NULL, 0, &t));
+	T_OK(coop_topo_create(ctx, COMM_BASE, both || rank, &other, NULL,
+			      both || !rank, &other, NULL, 0, &t));
+	T_OK(coop_topo_get_info(t, &in));
+	T_ASSERT(in.packed[COOP_NBR_ALLTOALL] == (!both && !rank),
+		 "rank %d: %d packed", rank, in.packed[COOP_NBR_ALLTOALL]);
 	for (i = 0; i < NOPEN_BAD; i++)
-		open_mismatch(t, rank, i);
+		open_mismatch(t, rank, both, i);
 	T_OK(coop_topo_free(&t));
 	return 0;
 }
 
+/* Both ranks send, or rank 0 only (its slot packed). */
 START_TEST(test_open_sizes)
 {
-	ck_assert_int_eq(run_ranks(2, NULL, open_bad_rank, NULL, 60, NULL),
+	int both = !_i;
+
+	ck_assert_int_eq(run_ranks(2, NULL, open_bad_rank, &both, 60, NULL),
 			 0);
 }
 END_TEST
@@ -2080,8 +2131,8 @@ TCase *tc_neighbor(void)
 			    (int)(sizeof(er_p) / sizeof(er_p[0])));
 	tcase_add_loop_test(tc, test_stencil, 0, 2);
 	tcase_add_test(tc, test_outstanding);
-	tcase_add_loop_test(tc, test_open_slots, 0, 2);
-	tcase_add_test(tc, test_open_sizes);
+	tcase_add_loop_test(tc, test_open_slots, 0, 4);
+	tcase_add_loop_test(tc, test_open_sizes, 0, 2);
 	tcase_add_loop_test(tc, test_open_window, 0, 2);
 	tcase_add_test(tc, test_flood_bounded);
 	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
