@@ -15,10 +15,11 @@
  * with a slot per transfer it receives (both ops' plans): a line its
  * owner writes (calls consumed, the tree word), two lines the sender
  * writes (the collision flags), then SLOT_BUFS buffers (16 in a packed
- * slot; calls take them in turn).  The layout follows from the plans,
- * which every rank computes alike, so no rank tells another where
- * anything is; the windows are created, agreed on and mapped while the
- * topology is created, so a call never waits for a file.
+ * slot; calls take them in turn), and an open packed slot's entries.
+ * The layout follows from the plans, which every rank computes alike,
+ * so no rank tells another where anything is; the windows are created,
+ * agreed on and mapped while the topology is created, so a call never
+ * waits for a file.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@
 #include "coll.h"
 
 #define WIN_MAGIC	0x434e5757U	/* "CNWW" */
-#define WIN_VERSION	3	/* 2: eight buffers per slot, 3: packed */
+#define WIN_VERSION	4	/* 3: packed slots, 4: open ones' entries */
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
@@ -265,8 +266,8 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 		share = packed_share(t, p, x);
 		if (!share)
 			continue;
-		if (s->open)
-			s->grp[x].end_gap = 0;	/* the entry holds the trailer */
+		if (s->open)	/* the entry holds the trailer */
+			s->grp[x].end_gap = 0;
 		else
 			s->cap[x] = share;
 		s->grp[x].bufs = SLOT_BUFS_PACKED;
