@@ -714,8 +714,9 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            (coop_topo_info_t.grouped).
  * Without STATIC_BUFFERS, blocks of at most COOP_NEIGHBOR_SLOT_OPEN
  * (8 KiB) go through open slots in the receiver's shared memory: the
- * sender writes the data and a word after it with its length, or for a
- * larger block only the word, saying that the block comes as a message.
+ * sender writes the data, ending at the canary as in a static slot, and
+ * the buffer's length word when the length changed - or for a larger
+ * block only a length word saying that the block comes as a message.
  * Readiness is seen as with static slots; sizes that the two ends do
  * not agree on fail as for messages (COOP_ERR_TRUNCATE: more came, the
  * receive block holds its first bytes; COOP_ERR_COUNT: fewer).  Where
@@ -801,11 +802,12 @@ typedef struct coop_topo_info {
 				 * 8 B) */
 } coop_topo_info_t;
 
-/* The canary of static slots: a slot buffer's last 8 bytes, read as a
- * uint64_t in memory order, hold it until the sender's data is there.
- * Data ending in these 8 bytes costs the sender one more store.  Every
- * byte of it is non-zero, so shorter data (padded with zeros in front)
- * never collides. */
+/* The canary of static and open slots: a slot buffer's last 8 bytes,
+ * read as a uint64_t in memory order, hold it until the sender's data
+ * is there.  Data ending in these 8 bytes costs the sender one more
+ * store.  Every byte of it is non-zero, so shorter data (padded with
+ * zeros in front) never collides.  (An open packed slot's entries hold
+ * it until their trailers come.) */
 #define COOP_NBR_CANARY 0xC5A7E1B3D9F2486DULL
 
 /* coop_topo_get_info - fill *info.  COOP_ERR_ARG on NULL. */

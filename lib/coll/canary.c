@@ -47,12 +47,17 @@
  * re-arms the canary.
  *
  * Open slots (a topology without STATIC_BUFFERS, whose calls may pass
- * any sizes): the canary word is a trailer after the data, saying how
- * long it is - or, for data larger than the slot, that it comes as a
- * point-to-point message - so the two ends never disagree on which way
- * a call's data goes, sizes that differ are an error as they are for
- * messages, and every call takes its buffer (RTR as above).  A trailer
- * has the top bit clear, the canary has it set: no collisions.
+ * any sizes): every call takes its buffer (RTR as above) and a trailer
+ * word says how long its data is - or, for data larger than the slot,
+ * that it comes as a point-to-point message - so the two ends never
+ * disagree on which way a call's data goes, and sizes that differ are
+ * an error as they are for messages.  The trailer is the buffer's
+ * length word in the slot header, stored only when it changes: the
+ * data ends at the canary as in a static slot (collisions flagged the
+ * same way), so 64 bytes cross in one line, not two, and a stream of
+ * one size finds the word in its cache (2 ranks exchanging 64 B, plain
+ * calls: 0.55 -> 0.41 us per call where Open MPI took 0.58).  A trailer
+ * has the top bit clear, the canary has it set.
  * Packed open slots (the sender receives nothing in the call; slots.c):
  * the trailers are in entries of 16 bytes after the 16 buffers, four to
  * a line and re-armed a line at a time as in packed slots, and an
@@ -72,15 +77,20 @@ struct slot_hdr {
 	uint64_t ready;		/* receiver: least consumed of its subtree */
 	uint64_t pad0[6];
 	uint64_t flag[SLOT_BUFS_PACKED];	/* sender, per buffer: call
-						 * + 1, or with FLAG_LOST */
+						 * + 1, or with FLAG_LOST;
+						 * an open slot's from
+						 * SLOT_BUFS on: its
+						 * buffers' length words */
 };
 _Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
+_Static_assert(2 * SLOT_BUFS <= SLOT_BUFS_PACKED, "open slots' length words");
 
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
 
-#define TRAILER_DATA	(1ull << 62)	/* the data is before the trailer */
+#define TRAILER_DATA	(1ull << 62)	/* the data is in the slot */
 #define TRAILER_MSG	(1ull << 61)	/* it comes as a message */
-#define TRAILER_LEN	((1ull << 48) - 1)	/* its bytes; else: lost */
+#define TRAILER_LEN	((1ull << 48) - 1)	/* its bytes (an entry's 0:
+						 * lost) */
 _Static_assert(COOP_NBR_CANARY >> 63, "a trailer is never the canary");
 #define LOAD_ACQ(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
 
@@ -286,36 +296,31 @@ static void member_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	g->wrote++;
 }
 
-void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x, uint64_t call,
-			 const void *src, size_t len, int lost)
+/* Leader x: publish call's data (len bytes ending at the buffer's end;
+ * none when lost) with the canary word, stored last, and a flag when
+ * that word is the canary or there is no data. */
+static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
+		    const void *src, size_t len, int lost)
 {
 	unsigned char *end = buf_end(p, x, call);
 	struct slot_hdr *h = slot_of(p, x);
 	struct nbr_slots *s = p->slots;
-	struct slot_group *g = &s->grp[x];
-	uint64_t word = 0;
 	size_t tail = COOP_MIN(len, (size_t)8);
-	uint64_t b = buf_index(p, x, call);
+	uint64_t b = buf_index(p, x, call), word = 0;
 	uint16_t bit = (uint16_t)(1u << b);
 
-	s->sends++;
-	if (g->lead != x) {
-		member_write(p, x, call, src, len, lost);
-		return;
-	}
-	lost |= g->lost;	/* one member's loss is the group's */
-	g->lost = 0;
-	g->wrote = 0;
-	g->writing = call + 1;
+	s->grp[x].writing = call + 1;
 	s->collided[x] |= bit;	/* unless the canary changes below */
 	if (lost) {
 		__atomic_store_n(&h->flag[b], (call + 1) | FLAG_LOST,
 				 __ATOMIC_RELEASE);
 		return;
 	}
-	memcpy(end - len, src, len - tail);
-	memcpy((unsigned char *)&word + 8 - tail,
-	       (const unsigned char *)src + len - tail, tail);
+	if (len > tail)
+		memcpy(end - len, src, len - tail);
+	if (tail)
+		memcpy((unsigned char *)&word + 8 - tail,
+		       (const unsigned char *)src + len - tail, tail);
 	__atomic_store_n(canary_of(p, x, call), word, __ATOMIC_RELEASE);
 	if (word != COOP_NBR_CANARY) {
 		s->collided[x] &= (uint16_t)~bit;
@@ -323,6 +328,22 @@ void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	}
 	s->flagged++;
 	__atomic_store_n(&h->flag[b], call + 1, __ATOMIC_RELEASE);
+}
+
+void coop_nbr_slot_write(struct nbr_plan *p, uint32_t x, uint64_t call,
+			 const void *src, size_t len, int lost)
+{
+	struct slot_group *g = &p->slots->grp[x];
+
+	p->slots->sends++;
+	if (g->lead != x) {
+		member_write(p, x, call, src, len, lost);
+		return;
+	}
+	lost |= g->lost;	/* one member's loss is the group's */
+	g->lost = 0;
+	g->wrote = 0;
+	publish(p, x, call, src, len, lost);
 }
 
 /* Receiver of x's group, done with call: once it is its line's last,
@@ -368,24 +389,33 @@ static int take_wait(const struct nbr_plan *p, uint32_t x)
 	return SLOT_WAIT;
 }
 
+/* Receiver: did call's data of x's group come?  SLOT_WAIT, or
+ * COOP_SUCCESS / COOP_ERR_PEER_DEAD (the sender had none) with *flag
+ * the buffer's flag (0: the canary word changed). */
+static int arrived(const struct nbr_plan *p, uint32_t x, uint64_t call,
+		   uint64_t *flag)
+{
+	*flag = 0;
+	if (LOAD_ACQ(canary_of(p, x, call)) != COOP_NBR_CANARY)
+		return COOP_SUCCESS;
+	*flag = LOAD_ACQ(&slot_of(p, x)->flag[buf_index(p, x, call)]);
+	if ((*flag & ~FLAG_LOST) != call + 1)
+		return SLOT_WAIT;
+	return *flag & FLAG_LOST ? COOP_ERR_PEER_DEAD : COOP_SUCCESS;
+}
+
 int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 		       void *dst, size_t len)
 {
-	struct slot_hdr *h = slot_of(p, x);
-	struct slot_group *g = group_of(p, x);
-	uint64_t *canary = canary_of(p, x, call), flag = 0;
-	int rc = COOP_SUCCESS;
+	uint64_t flag;
+	int rc;
 
 	/* an earlier call takes it (or its group) first */
-	if (p->slots->next[x] != call || g->taking != call)
+	if (p->slots->next[x] != call || group_of(p, x)->taking != call)
 		return take_wait(p, x);
-	if (LOAD_ACQ(canary) == COOP_NBR_CANARY) {
-		flag = LOAD_ACQ(&h->flag[buf_index(p, x, call)]);
-		if ((flag & ~FLAG_LOST) != call + 1)
-			return take_wait(p, x);
-		if (flag & FLAG_LOST)
-			rc = COOP_ERR_PEER_DEAD;
-	}
+	rc = arrived(p, x, call, &flag);
+	if (rc == SLOT_WAIT)
+		return take_wait(p, x);
 	if (!rc)
 		memcpy(dst, data_of(p, x, call, len), len);
 	taken(p, x, call, flag);
@@ -402,7 +432,7 @@ void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 /* The most bytes call's buffer of x's open slot holds. */
 static uint64_t open_room(const struct nbr_plan *p, uint32_t x)
 {
-	return p->slots->cap[x] - p->slots->grp[x].end_gap;
+	return p->slots->cap[x];
 }
 
 /* Where call's data of len bytes is: an open packed slot's entry holds
@@ -415,50 +445,114 @@ static unsigned char *open_data(const struct nbr_plan *p, uint32_t x,
 	return data_of(p, x, call, len);
 }
 
+/* An open slot's length word of call's buffer (packed slots have their
+ * trailers in entries): after the collision flags. */
+static uint64_t *len_word(const struct nbr_plan *p, uint32_t x, uint64_t call)
+{
+	return &slot_of(p, x)->flag[SLOT_BUFS + buf_index(p, x, call)];
+}
+
+/* An open slot's call: its length word, stored only when it changes (a
+ * stream of one size reads it from its cache), then the data as in a
+ * static slot, whose canary word publishes both; none when lost. */
+static void canary_write(struct nbr_plan *p, uint32_t x, uint64_t call,
+			 const void *src, size_t len, uint64_t trailer)
+{
+	uint64_t *word = len_word(p, x, call);
+
+	if (trailer && __atomic_load_n(word, __ATOMIC_RELAXED) != trailer)
+		__atomic_store_n(word, trailer, __ATOMIC_RELAXED);
+	publish(p, x, call, src, len, !trailer);
+}
+
+/* An open packed slot's call: data of up to 8 bytes in the entry, more
+ * in the buffer, then the trailer. */
+static void entry_write(struct nbr_plan *p, uint32_t x, uint64_t call,
+			const void *src, size_t len, uint64_t trailer)
+{
+	p->slots->grp[x].writing = call + 1;
+	if (len)
+		memcpy(open_data(p, x, call, len), src, len);
+	__atomic_store_n(canary_of(p, x, call), trailer, __ATOMIC_RELEASE);
+}
+
 int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 			const void *src, size_t len, int lost)
 {
 	uint64_t trailer = COOP_MIN((uint64_t)len, TRAILER_LEN);
 	int rc = COOP_SUCCESS;
 
-	p->slots->grp[x].writing = call + 1;
 	if (lost) {
 		trailer = 0;
+		len = 0;
 	} else if (len <= p->slots->open && len <= open_room(p, x)) {
-		memcpy(open_data(p, x, call, len), src, len);
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {
 		trailer |= TRAILER_MSG;
 		rc = SLOT_MSG;
+		len = 0;
 	}
-	__atomic_store_n(canary_of(p, x, call), trailer, __ATOMIC_RELEASE);
+	if (coop_nbr_entries(p->slots, x))
+		entry_write(p, x, call, src, len, trailer);
+	else
+		canary_write(p, x, call, src, len, trailer);
+	return rc;
+}
+
+/* Receiver: call's data as its trailer (or length word) tells, into
+ * dst of len bytes; SLOT_MSG, SLOT_BAD, or as coop_nbr_open_take(). */
+static int open_copy(const struct nbr_plan *p, uint32_t x, uint64_t call,
+		     uint64_t trailer, void *dst, size_t len)
+{
+	uint64_t sent = trailer & TRAILER_LEN;
+
+	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG)
+		return SLOT_MSG;
+	if ((trailer & ~TRAILER_LEN) != TRAILER_DATA || sent > open_room(p, x))
+		return SLOT_BAD;
+	if (sent && len)
+		memcpy(dst, open_data(p, x, call, sent),
+		       COOP_MIN(sent, (uint64_t)len));
+	return sent == len ? COOP_SUCCESS :
+	       sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
+}
+
+static int canary_take(struct nbr_plan *p, uint32_t x, uint64_t call,
+		       void *dst, size_t len)
+{
+	uint64_t flag;
+	int rc = arrived(p, x, call, &flag);
+
+	if (rc == SLOT_WAIT)
+		return take_wait(p, x);
+	if (!rc)
+		rc = open_copy(p, x, call, LOAD_ACQ(len_word(p, x, call)), dst,
+			       len);
+	taken(p, x, call, flag);
+	return rc;
+}
+
+static int entry_take(struct nbr_plan *p, uint32_t x, uint64_t call,
+		      void *dst, size_t len)
+{
+	uint64_t trailer = LOAD_ACQ(canary_of(p, x, call));
+	int rc;
+
+	if (trailer == COOP_NBR_CANARY)
+		return take_wait(p, x);
+	rc = trailer ? open_copy(p, x, call, trailer, dst, len) :
+		       COOP_ERR_PEER_DEAD;
+	taken(p, x, call, 0);
 	return rc;
 }
 
 int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 		       void *dst, size_t len)
 {
-	uint64_t trailer, sent;
-	int rc;
-
 	if (p->slots->next[x] != call)
 		return take_wait(p, x);
-	trailer = LOAD_ACQ(canary_of(p, x, call));
-	if (trailer == COOP_NBR_CANARY)
-		return take_wait(p, x);
-	sent = trailer & TRAILER_LEN;
-	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG) {
-		rc = SLOT_MSG;
-	} else if ((trailer & ~TRAILER_LEN) == TRAILER_DATA &&
-		   sent <= open_room(p, x)) {
-		memcpy(dst, open_data(p, x, call, sent),
-		       COOP_MIN(sent, (uint64_t)len));
-		rc = sent == len ? COOP_SUCCESS :
-		     sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
-	} else {
-		rc = trailer ? SLOT_BAD : COOP_ERR_PEER_DEAD;
-	}
-	taken(p, x, call, 0);
-	return rc;
+	if (coop_nbr_entries(p->slots, x))
+		return entry_take(p, x, call, dst, len);
+	return canary_take(p, x, call, dst, len);
 }

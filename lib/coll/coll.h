@@ -139,8 +139,7 @@ struct slot_group {
 	uint32_t lead;		/* the transfer whose canary x's data shares */
 	uint32_t members;	/* leader: transfers in its group */
 	uint64_t end_gap;	/* bytes between x's data and its buffer's
-				 * end (0 for the leader; an open slot's:
-				 * 8, its trailer) */
+				 * end (0 for the leader) */
 	uint32_t bufs;		/* buffers of x's slot: SLOT_BUFS, or
 				 * SLOT_BUFS_PACKED (a power of two) */
 	uint32_t line_calls;	/* calls whose buffers (an open packed

@@ -70,9 +70,9 @@ static int sizes_open(const struct coop_topo *t)
 }
 
 /* A transfer's buffer bytes: its exact size when the plan knows it,
- * else the bound (open slots: theirs, and the trailer word); 0 when it
- * is too large for a slot (a static slot holds a pack of blocks of up
- * to the bound each, an open one no more than its bound in all). */
+ * else the bound (open slots: theirs); 0 when it is too large for a
+ * slot (a static slot holds a pack of blocks of up to the bound each,
+ * an open one no more than its bound in all). */
 static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 			 const struct nbr_xfer *x)
 {
@@ -81,7 +81,7 @@ static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
 
 	if (!len && !((t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight))
 		len = open ? open : t->ctx->cfg.nbr_slot_max;
-	return len && len <= max ? align64(len + (open ? 8 : 0)) : 0;
+	return len && len <= max ? align64(len) : 0;
 }
 
 static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
@@ -266,9 +266,7 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 		share = packed_share(t, p, x);
 		if (!share)
 			continue;
-		if (s->open)	/* the entry holds the trailer */
-			s->grp[x].end_gap = 0;
-		else
+		if (!s->open)
 			s->cap[x] = share;
 		s->grp[x].bufs = SLOT_BUFS_PACKED;
 		s->grp[x].line_calls = (uint32_t)(64 / share);
@@ -304,7 +302,7 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 			s->cap[x] = slot_cap(t, p, &p->xf[x]);
 		s->grp[x].lead = x;
 		s->grp[x].members = 1;
-		s->grp[x].end_gap = open ? 8 : 0;	/* the trailer */
+		s->grp[x].end_gap = 0;
 		s->grp[x].bufs = SLOT_BUFS;
 		s->grp[x].line_calls = 1;
 	}

@@ -292,8 +292,7 @@ START_TEST(test_hostile_peer)
 END_TEST
 
 /* Trailers no sender writes: a length just past the slot's buffer (8 KiB
- * open slots: 8248 B fit, 8256 B in a packed one), far past it, unknown
- * bits, both kinds. */
+ * open slots: 8192 B fit), far past it, unknown bits, both kinds. */
 static const uint64_t bad_trailers[] = {
 	(1ull << 62) | 9000, (1ull << 62) | (1ull << 40), 0x1234ull << 48,
 	(3ull << 61) | 8,
@@ -306,21 +305,40 @@ struct slot_sync {
 	uint64_t bad;
 };
 
+/* An open slot (lib/coll/canary.c): a 192-byte header whose third line
+ * holds its eight buffers' length words, then the 8 KiB buffers, each
+ * ending in its canary word.  A packed one (its sender receives
+ * nothing) has sixteen buffers and then sixteen entries, a trailer in
+ * each one's second word. */
+#define OPEN_HDR 192
+#define OPEN_LEN_WORDS 128
+#define OPEN_BUF 8192
+
 /* The first call's trailer of each of rank 0's slots (one per op: one
- * edge) becomes bad: the first of each slot's canary words.  A slot
- * has eight buffers, or (its sender receiving nothing: packed) sixteen
- * entries. */
+ * edge) becomes bad: the first of each slot's canary words (a packed
+ * slot's entry), or the length word of the buffer it ends (and the
+ * word then changed, as by a call). */
 static void corrupt_slots(const struct slot_sync *sy)
 {
 	const int per_slot = sy->both ? 8 : 16;
+	const size_t to_len = (OPEN_HDR + OPEN_BUF - 8 - OPEN_LEN_WORDS) / 8;
 	size_t bytes, i;
 	uint64_t *w = map_shm_file("/coopmpi-%016llx-nbr-%d-1", VICTIM,
 				   &bytes);
 	int found = 0;
 
-	for (i = 0; i < bytes / 8; i++)
-		if (w[i] == COOP_NBR_CANARY && found++ % per_slot == 0)
-			__atomic_store_n(&w[i], sy->bad, __ATOMIC_RELEASE);
+	for (i = 0; i < bytes / 8; i++) {
+		if (w[i] != COOP_NBR_CANARY || found++ % per_slot)
+			continue;
+		if (sy->both) {
+			T_ASSERT(i >= to_len && !w[i - to_len],
+				 "no length word %zu words before canary %d",
+				 to_len, found);
+			w[i - to_len] = sy->bad;
+		}
+		__atomic_store_n(&w[i], sy->both ? 0 : sy->bad,
+				 __ATOMIC_RELEASE);
+	}
 	munmap(w, bytes);
 	T_ASSERT(found == 2 * per_slot, "%d canaries in rank 0's window",
 		 found);

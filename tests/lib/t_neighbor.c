@@ -1824,6 +1824,7 @@ static const uint64_t canary = COOP_NBR_CANARY;
 struct canary_case {
 	const struct gspec *g;
 	int grouped;		/* exact sizes: neighbours' blocks grouped */
+	int open;		/* no hints: open slots */
 };
 
 /* With groups a call's blocks all collide or none does: which block
@@ -1898,7 +1899,7 @@ static void canary_call(struct rk *k, int op, size_t len, int grouped,
 
 static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	static const size_t lens[] = { 5, 8, 16, 61 };
+	static const size_t lens[] = { 5, 8, 16, 61, 64 };
 	const struct canary_case *cc = arg;
 	coop_topo_info_t in;
 	uint64_t flags[2];
@@ -1910,7 +1911,8 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	k.wmode = cc->grouped ? W_UNIFORM : W_NONE;
 	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
 		k.wbytes = lens[l];
-		T_OK(topo_make(&k, COMM_BASE, COOP_TOPO_STATIC_BUFFERS |
+		T_OK(topo_make(&k, COMM_BASE, cc->open ? 0 :
+			       COOP_TOPO_STATIC_BUFFERS |
 			       (cc->grouped ? COOP_TOPO_EXACT_BYTES : 0)));
 		T_OK(coop_topo_get_info(k.topo, &in));
 		T_ASSERT(in.grouped[0] == (cc->grouped ? 4 : 0) &&
@@ -1939,15 +1941,16 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	return 0;
 }
 
-/* Blocks ending in the canary's bytes (5, 8, 16, 61 B; allgather and
- * alltoall, 17 calls each so every buffer of a slot is used twice or
+/* Blocks ending in the canary's bytes (5, 8, 16, 61, 64 B; allgather
+ * and alltoall, 17 calls each so every buffer of a slot is used twice or
  * more, colliding and not): data right, a flag for exactly the blocks
  * of 8 B or more whose last 8 bytes are the canary, every message
  * through its slot.  Direct RTR and a binary tree; a stencil (every
  * neighbour twice, self edges), direct; the stencil again with exact
  * sizes, so each neighbour's two blocks share a slot: one flag per
  * group (its leader's), none for the block before it, which ends in
- * the canary's bytes too. */
+ * the canary's bytes too.  Plain calls (open slots, whose data ends at
+ * the canary word too), direct and a binary tree. */
 START_TEST(test_canary)
 {
 	const struct gspec er = { .kind = G_ER, .n = 4, .p = 1.0,
@@ -1955,10 +1958,11 @@ START_TEST(test_canary)
 	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 4,
 				  .dims = { 2, 2, 1, 1 },
 				  .name = "stencil 2x2x1x1" };
-	const struct canary_case cases[] = { { &er, 0 }, { &er, 0 },
-					     { &st, 0 }, { &st, 1 } };
+	const struct canary_case cases[] = { { &er, 0, 0 }, { &er, 0, 0 },
+					     { &st, 0, 0 }, { &st, 1, 0 },
+					     { &er, 0, 1 }, { &er, 0, 1 } };
 
-	ck_assert_int_eq(run_ranks(4, _i == 1 ? env_tree2 : env_direct,
+	ck_assert_int_eq(run_ranks(4, _i % 4 == 1 ? env_tree2 : env_direct,
 				   canary_rank, (void *)&cases[_i], 60, NULL),
 			 0);
 }
@@ -2149,7 +2153,7 @@ TCase *tc_neighbor(void)
 	tcase_add_loop_test(tc, test_static, 0,
 			    (int)(sizeof(static_cases) /
 				  sizeof(static_cases[0])));
-	tcase_add_loop_test(tc, test_canary, 0, 4);
+	tcase_add_loop_test(tc, test_canary, 0, 6);
 	tcase_add_loop_test(tc, test_packed, 0, 2);
 	tcase_add_loop_test(tc, test_single_copy, 0, 4);
 	tcase_add_loop_test(tc, test_static_death, 0, 2);
