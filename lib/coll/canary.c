@@ -429,12 +429,6 @@ void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 
 /* ---------------- open slots ---------------- */
 
-/* The most bytes call's buffer of x's open slot holds. */
-static uint64_t open_room(const struct nbr_plan *p, uint32_t x)
-{
-	return p->slots->cap[x];
-}
-
 /* Where call's data of len bytes is: an open packed slot's entry holds
  * up to 8 bytes, so the receiver finds them in the trailer's line. */
 static unsigned char *open_data(const struct nbr_plan *p, uint32_t x,
@@ -485,7 +479,7 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	if (lost) {
 		trailer = 0;
 		len = 0;
-	} else if (len <= p->slots->open && len <= open_room(p, x)) {
+	} else if (len <= p->slots->open && len <= p->slots->cap[x]) {
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {
@@ -509,7 +503,7 @@ static int open_copy(const struct nbr_plan *p, uint32_t x, uint64_t call,
 
 	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG)
 		return SLOT_MSG;
-	if ((trailer & ~TRAILER_LEN) != TRAILER_DATA || sent > open_room(p, x))
+	if ((trailer & ~TRAILER_LEN) != TRAILER_DATA || sent > p->slots->cap[x])
 		return SLOT_BAD;
 	if (sent && len)
 		memcpy(dst, open_data(p, x, call, sent),

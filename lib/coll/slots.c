@@ -302,7 +302,6 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 			s->cap[x] = slot_cap(t, p, &p->xf[x]);
 		s->grp[x].lead = x;
 		s->grp[x].members = 1;
-		s->grp[x].end_gap = 0;
 		s->grp[x].bufs = SLOT_BUFS;
 		s->grp[x].line_calls = 1;
 	}
