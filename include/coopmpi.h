@@ -793,13 +793,14 @@ typedef struct coop_topo_info {
 				 * its canary with others to the same rank
 				 * (EXACT_BYTES and STATIC_BUFFERS: blocks
 				 * of known size, back to back) */
-	int packed[2];		/* of slotted: those whose calls share
-				 * cache lines, 2-4 a line, and whose
-				 * sender receives nothing in the call
-				 * (direct RTR): a block of at most 32 B
-				 * alone in its static slot, or an open
-				 * slot's trailers (and data of up to
-				 * 8 B) */
+	int packed[2];		/* of slotted: those whose sender
+				 * receives nothing in the call (direct
+				 * RTR), streamed through more buffers
+				 * whose lines are re-armed whole: a
+				 * block of at most 64 B alone in its
+				 * static slot (1-8 calls a line), or an
+				 * open slot's trailers (and data of up
+				 * to 8 B; 4 a line) */
 } coop_topo_info_t;
 
 /* The canary of static and open slots: a slot buffer's last 8 bytes,

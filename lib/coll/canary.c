@@ -25,13 +25,13 @@
  * of 8 B).  Only after a collision (the canary was never replaced) it
  * reads the receiver's consumed count, which the receiver stores for
  * such calls.
- * Packed slots (a block of at most 32 bytes alone in its slot, direct
- * RTR; slots.c): 16 buffers of 16 or 32 bytes, so a line holds 4 or 2
- * calls, and the receiver arms a line's canaries again together once it
- * took the line's last call.  A stream of calls then moves a line per
- * 2-4 calls, and the sender fills one line while the receiver drains
- * another (re-arming each buffer as it is taken would write the line
- * the sender is filling).  The consumed count is stored with each
+ * Packed slots (a block of at most 64 bytes alone in its slot, direct
+ * RTR; slots.c): 32 buffers of 8, 16, 32 or 64 bytes, so a line holds
+ * 8, 4, 2 calls or one, and the receiver arms a line's canaries again
+ * together once it took the line's last call.  A stream of calls then
+ * moves a line per 1-8 calls, and the sender fills one line while the receiver
+ * drains another (re-arming each buffer as it is taken would write the
+ * line the sender is filling).  The consumed count is stored with each
  * re-arm, never before it: a collided buffer is free only once its
  * line is armed.  The sender can always write the call its receiver
  * waits for: that buffer's last call ended its line before this one.
@@ -67,6 +67,7 @@
  * instead of the buffer's end (one edge, plain calls, 8 / 64 B: 0.20 /
  * 0.34 -> 0.11 / 0.23 us per call).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "coll.h"
@@ -80,10 +81,15 @@ struct slot_hdr {
 						 * + 1, or with FLAG_LOST;
 						 * an open slot's from
 						 * SLOT_BUFS on: its
-						 * buffers' length words */
+						 * buffers' length words
+						 * (a slot has as many as
+						 * its header's bytes
+						 * hold) */
 };
-_Static_assert(sizeof(struct slot_hdr) == SLOT_HDR, "slot header");
-_Static_assert(2 * SLOT_BUFS <= SLOT_BUFS_PACKED, "open slots' length words");
+_Static_assert(sizeof(struct slot_hdr) == SLOT_HDR_PACKED, "slot header");
+_Static_assert(offsetof(struct slot_hdr, flag[2 * SLOT_BUFS]) == SLOT_HDR &&
+	       SLOT_BUFS_ENTRIES <= 2 * SLOT_BUFS,
+	       "a short header's flags and open slots' length words");
 
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
 
@@ -118,8 +124,9 @@ static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 {
 	uint64_t cap = p->slots->cap[x];
 
-	return (unsigned char *)slot_of(p, x) + SLOT_HDR +
-	       buf_index(p, x, call) * cap + cap;
+	return (unsigned char *)slot_of(p, x) +
+	       coop_nbr_slot_hdr(p->slots, x) + buf_index(p, x, call) * cap +
+	       cap;
 }
 
 /* call's entry of x's open packed slot: after the buffers */
@@ -129,7 +136,8 @@ static uint64_t *entry_of(const struct nbr_plan *p, uint32_t x,
 	const struct nbr_slots *s = p->slots;
 
 	return (uint64_t *)(void *)((unsigned char *)slot_of(p, x) +
-				    SLOT_HDR + s->grp[x].bufs * s->cap[x] +
+				    coop_nbr_slot_hdr(s, x) +
+				    s->grp[x].bufs * s->cap[x] +
 				    buf_index(p, x, call) * SLOT_ENTRY);
 }
 
@@ -307,7 +315,7 @@ static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
 	struct nbr_slots *s = p->slots;
 	size_t tail = COOP_MIN(len, (size_t)8);
 	uint64_t b = buf_index(p, x, call), word = 0;
-	uint16_t bit = (uint16_t)(1u << b);
+	uint32_t bit = 1u << b;
 
 	s->grp[x].writing = call + 1;
 	s->collided[x] |= bit;	/* unless the canary changes below */
@@ -323,7 +331,7 @@ static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
 		       (const unsigned char *)src + len - tail, tail);
 	__atomic_store_n(canary_of(p, x, call), word, __ATOMIC_RELEASE);
 	if (word != COOP_NBR_CANARY) {
-		s->collided[x] &= (uint16_t)~bit;
+		s->collided[x] &= ~bit;
 		return;
 	}
 	s->flagged++;

@@ -124,8 +124,12 @@ struct nbr_xfer {
 };
 
 /* A plan's slots (the whole graph's; slots.c): static ones, or open
- * ones when the calls' sizes are not fixed (no STATIC_BUFFERS). */
+ * ones when the calls' sizes are not fixed (no STATIC_BUFFERS).  A
+ * slot's header: a line of counts, then a flag per buffer (an open
+ * slot's length words after them) - two lines, four in a static packed
+ * slot. */
 #define SLOT_HDR 192u
+#define SLOT_HDR_PACKED 320u
 /*
  * Small transfers between the same two ranks share one slot (a group):
  * their data lies back to back in each buffer, the leader's (the last
@@ -140,11 +144,12 @@ struct slot_group {
 	uint32_t members;	/* leader: transfers in its group */
 	uint64_t end_gap;	/* bytes between x's data and its buffer's
 				 * end (0 for the leader) */
-	uint32_t bufs;		/* buffers of x's slot: SLOT_BUFS, or
-				 * SLOT_BUFS_PACKED (a power of two) */
+	uint32_t bufs;		/* buffers of x's slot (a power of two):
+				 * SLOT_BUFS, SLOT_BUFS_PACKED or
+				 * SLOT_BUFS_ENTRIES */
 	uint32_t line_calls;	/* calls whose buffers (an open packed
 				 * slot's: entries) share a line: 1, or in
-				 * a packed slot 2 or 4 */
+				 * a packed slot 1 (64 B), 2, 4 or 8 */
 	/* leader, sender side: the call its group writes, how many of the
 	 * call's members wrote, whether one had no data */
 	uint64_t writing;
@@ -158,12 +163,18 @@ struct slot_group {
 /* Buffers of a slot, taken by the calls in turn: a sender may run
  * SLOT_BUFS - 1 calls ahead of its receiver.  8 rather than 4: a
  * one-way stream of 8 B calls took 0.074 instead of 0.101 us per call
- * (2 ranks).  A packed slot has 16 (at most 16: the collision bits and
- * the header's flag lines): its lines are re-armed whole, so 8 left the
- * sender 4-8 calls ahead (8 B stream: 0.13-0.16 -> 0.11-0.14 us where
- * a line crossed slowest). */
+ * (2 ranks).  A static packed slot has 32 (at most 32: the collision
+ * bits): its lines are re-armed whole, so 8 left the sender 4-8 calls
+ * ahead (8 B stream: 0.13-0.16 -> 0.11-0.14 us where a line crossed
+ * slowest); 16 buffers of 8 B, two lines, measured no faster than 16
+ * of 16 B, while 32 of 8 B, four lines of eight calls, took 0.063
+ * instead of 0.082 us, and 32 of 64 B 0.11-0.13 instead of 0.19 (128 B
+ * and more: no faster).  An open packed slot has 16: each of its
+ * buffers is the open bound's size (32 measured 4 % faster at 8 B, for
+ * twice the memory). */
 #define SLOT_BUFS 8u
-#define SLOT_BUFS_PACKED 16u
+#define SLOT_BUFS_PACKED 32u
+#define SLOT_BUFS_ENTRIES 16u
 /* An open packed slot (canary.c) has an entry per buffer after its
  * buffers: a data word (a call's data of up to 8 bytes) and the
  * trailer, four to a line. */
@@ -173,7 +184,7 @@ struct nbr_slots {
 	unsigned char **base;	/* [nxf] the slot, where its window is
 				 * mapped here (NULL: not) */
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
-				 * (64-byte multiple, or 16 or 32 in a
+				 * (64-byte multiple, or 8, 16 or 32 in a
 				 * packed slot); 0: no slot */
 	uint32_t *order;	/* slots (their groups' leaders), by sender,
 				 * each sender's in transfer order: the
@@ -182,7 +193,7 @@ struct nbr_slots {
 	uint32_t *pos;		/* [nxf] a leader's node among its
 				 * sender's */
 	uint64_t *next;		/* [nxf] ours to take: the next call */
-	uint16_t *collided;	/* [nxf] ours to send: bit b, buffer b's
+	uint32_t *collided;	/* [nxf] ours to send: bit b, buffer b's
 				 * last data left the canary in place */
 	struct slot_group *grp;	/* [nxf] see below */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */
@@ -201,6 +212,13 @@ struct nbr_slots {
 static inline int coop_nbr_entries(const struct nbr_slots *s, uint32_t x)
 {
 	return s->open && s->grp[x].line_calls > 1;
+}
+
+/* x's slot's header bytes */
+static inline uint64_t coop_nbr_slot_hdr(const struct nbr_slots *s,
+					 uint32_t x)
+{
+	return s->grp[x].bufs > 2 * SLOT_BUFS ? SLOT_HDR_PACKED : SLOT_HDR;
 }
 
 struct nbr_plan {

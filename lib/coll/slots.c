@@ -14,8 +14,9 @@
  * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
  * with a slot per transfer it receives (both ops' plans): a line its
  * owner writes (calls consumed, the tree word), two lines the sender
- * writes (the collision flags), then SLOT_BUFS buffers (16 in a packed
- * slot; calls take them in turn), and an open packed slot's entries.
+ * writes (the collision flags; four in a static packed slot), then
+ * SLOT_BUFS buffers (16 or 32 in a packed slot; calls take them in
+ * turn), and an open packed slot's entries.
  * The layout follows from the plans, which every rank computes alike,
  * so no rank tells another where anything is; the windows are created,
  * agreed on and mapped while the topology is created, so a call never
@@ -31,7 +32,8 @@
 #include "coll.h"
 
 #define WIN_MAGIC	0x434e5757U	/* "CNWW" */
-#define WIN_VERSION	4	/* 3: packed slots, 4: open ones' entries */
+#define WIN_VERSION	5	/* 3: packed slots, 4: open ones' entries,
+				 * 5: 32 packed buffers */
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
@@ -232,7 +234,7 @@ static uint64_t packed_share(const struct coop_topo *t,
 			     const struct nbr_plan *p, uint32_t x)
 {
 	const struct nbr_slots *s = p->slots;
-	uint64_t len;
+	uint64_t len, share;
 
 	if (!s->cap[x] || !p->xf[x].sender_idle || s->grp[x].members != 1 ||
 	    s->grp[x].lead != x)
@@ -240,12 +242,17 @@ static uint64_t packed_share(const struct coop_topo *t,
 	if (s->open)
 		return SLOT_ENTRY;
 	len = exact_len(t, p, &p->xf[x]);
-	return !len || len > 32 ? 0 : len <= 16 ? 16 : 32;
+	if (!len || len > 64)
+		return 0;
+	for (share = 8; share < len; share *= 2)
+		;
+	return share;
 }
 
-/* A static block of at most 32 bytes alone in its slot, whose sender
- * receives nothing in the call, with direct RTR, gets 16 buffers of 16
- * or 32 bytes: a line holds 2-4 calls, re-armed together (canary.c).
+/* A static block of at most 64 bytes alone in its slot, whose sender
+ * receives nothing in the call, with direct RTR, gets 32 buffers of 8,
+ * 16, 32 or 64 bytes: a line holds 1-8 calls, re-armed together
+ * (canary.c).
  * Such a sender streams ahead of its receiver, and a line moved there
  * and back per call bounded the stream; where both ends receive, each
  * call waits for the other's line, and a line shared with the next
@@ -268,7 +275,8 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 			continue;
 		if (!s->open)
 			s->cap[x] = share;
-		s->grp[x].bufs = SLOT_BUFS_PACKED;
+		s->grp[x].bufs = s->open ? SLOT_BUFS_ENTRIES :
+					   SLOT_BUFS_PACKED;
 		s->grp[x].line_calls = (uint32_t)(64 / share);
 	}
 }
@@ -278,7 +286,8 @@ static uint64_t slot_bytes(const struct nbr_slots *s, uint32_t x)
 {
 	uint64_t entries = coop_nbr_entries(s, x) ? SLOT_ENTRY : 0;
 
-	return SLOT_HDR + s->grp[x].bufs * (s->cap[x] + entries);
+	return coop_nbr_slot_hdr(s, x) +
+	       s->grp[x].bufs * (s->cap[x] + entries);
 }
 
 /* The slots of plan p (open: open slots of at most that many bytes),

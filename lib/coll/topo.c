@@ -503,7 +503,7 @@ static int slotted(const struct nbr_plan *p, int rank, enum slot_kind k)
 		n += p->xf[x].from == rank && s->cap[x] &&
 		     (k == SLOT_ANY ||
 		      (k == SLOT_SHARED ? s->grp[s->grp[x].lead].members > 1 :
-		       s->grp[x].line_calls > 1));
+		       s->grp[x].bufs > SLOT_BUFS));
 	return n;
 }
 

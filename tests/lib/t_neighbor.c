@@ -32,7 +32,7 @@
  * a binary RTR tree, a chain), three calls outstanding, sizes fixed by
  * the first call; blocks ending in the canary's bytes (flag counted
  * exactly); packed slots (a sender that receives nothing, blocks of at
- * most 32 B: 2-4 calls a line, its receivers late); a rank killed
+ * most 64 B: 1-8 calls a line, its receivers late); a rank killed
  * between calls (and a packed slot's sender).
  */
 #include <check.h>
@@ -1868,7 +1868,7 @@ static void canary_call(struct rk *k, int op, size_t len, int grouped,
 	const struct graph *g = &k->g;
 	int r = k->rank, i, nsend = op == OP_AG ? 1 : g->outdeg[r];
 	unsigned char *sb = malloc(len * MAXDEG), *rb = malloc(len * MAXDEG);
-	unsigned char want[64];
+	unsigned char want[80];
 	uint32_t it = k->iter++;
 
 	T_ASSERT(sb && rb && len <= sizeof(want), "malloc");
@@ -1970,13 +1970,13 @@ END_TEST
 
 /* Packed slots: rank 0 of a hot spot without replies sends each other
  * rank one block and receives nothing, so with exact sizes of at most
- * 32 B and direct RTR its slots' buffers share lines (16 or 32 B each)
- * and a line is re-armed after its last call.  Calls per size: each of
- * the 16 buffers used five times or more; the receivers come late to every
+ * 64 B and direct RTR its slots' 32 buffers take 8-64 B each (up to 8
+ * calls a line) and a line is re-armed after its last call.  Calls per size: each of
+ * the 32 buffers used five times or more; the receivers come late to every
  * fifth call, so the sender waits for buffers whose lines are taken in
  * part (a count stored before its line is armed again let it write a
  * buffer the re-arm then wiped: a hang). */
-#define PACKED_CALLS 83u
+#define PACKED_CALLS 163u
 
 struct packed_case {
 	const char *const *env;
@@ -1985,7 +1985,8 @@ struct packed_case {
 
 static int packed_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	static const size_t lens[] = { 1, 8, 16, 17, 24, 32, 33, 64 };
+	static const size_t lens[] = { 1, 8, 9, 16, 17, 24, 32, 33, 64, 65,
+					72 };
 	const struct gspec hot = { .kind = G_HOT, .n = size };
 	const struct packed_case *pc = arg;
 	coop_topo_info_t in;
@@ -1999,7 +2000,7 @@ static int packed_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		k.wbytes = lens[l];
 		T_OK(topo_make(&k, COMM_BASE, EX));
 		T_OK(coop_topo_get_info(k.topo, &in));
-		want = !pc->tree && lens[l] <= 32 ? out_others(&k.g, rank) : 0;
+		want = !pc->tree && lens[l] <= 64 ? out_others(&k.g, rank) : 0;
 		T_ASSERT(in.packed[0] == want && in.packed[1] == want,
 			 "%zu B: packed %d %d, want %d", lens[l], in.packed[0],
 			 in.packed[1], want);
@@ -2035,7 +2036,7 @@ static const char *const env_packed_tree[] = { "COOP_NEIGHBOR_RTR=tree",
 					       "COOP_SPIN=100", NULL };
 
 /* Blocks of 1-64 B (colliding with the canary and not) from a sender
- * that receives nothing: packed up to 32 B with direct RTR (info), not
+ * that receives nothing: packed up to 64 B with direct RTR (info), not
  * with an RTR tree; data right, flags and slot sends exact. */
 START_TEST(test_packed)
 {
