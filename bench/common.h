@@ -77,6 +77,21 @@ static inline void gather_to_0(coop_context_t *ctx, int rank, int nranks,
 				SYNC_COMM, 0, NULL));
 }
 
+/* Rank 0's len bytes at buf to every rank (on SYNC_COMM, as
+ * gather_to_0). */
+static inline void bcast_from_0(coop_context_t *ctx, int rank, int nranks,
+				void *buf, size_t len)
+{
+	int r;
+
+	if (rank) {
+		CHECK(coop_recv(ctx, buf, len, 0, 12, SYNC_COMM, 0, NULL));
+		return;
+	}
+	for (r = 1; r < nranks; r++)
+		CHECK(coop_send(ctx, buf, len, r, 12, SYNC_COMM, 0));
+}
+
 /* The rendezvous protocol the job asked for (COOP_RNDV), for headers. */
 static inline const char *bench_rndv(void)
 {

@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 	}
 	for (s = 0; s < o.nsizes; s++) {
 		size_t size = o.sizes[s];
-		int iters = nbr_iters(&o, size), warm = iters / 10 + 1;
+		struct nbr_pace pc = nbr_pace_first(&o, size);
 		MPI_Request req = MPI_REQUEST_NULL;
 		double t0;
 
@@ -137,15 +137,22 @@ int main(int argc, char **argv)
 			      "MPI_Neighbor_alltoall_init");
 #endif
 		nbr_fill_send(&g, rank, sbuf, size, 0);
-		for (i = 0; i < warm; i++)
-			call(gc, &req, sbuf, rbuf, (int)size);
+		while (pc.more) {
+			t0 = ou_now_us();
+			for (i = 0; i < pc.calls; i++)
+				call(gc, &req, sbuf, rbuf, (int)size);
+			if (rank == 0)
+				nbr_pace_next(&o, ou_now_us() - t0, &pc);
+			check(MPI_Bcast(&pc, (int)sizeof(pc), MPI_BYTE, 0,
+					MPI_COMM_WORLD), "MPI_Bcast");
+		}
 		nbr_fill_send(&g, rank, sbuf, size, 1);
 		memset(rbuf, 0x5a, (size_t)g.indeg * size);
 		check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 		t0 = ou_now_us();
-		for (i = 0; i < iters; i++)
+		for (i = 0; i < pc.iters; i++)
 			call(gc, &req, sbuf, rbuf, (int)size);
-		mine.us = (ou_now_us() - t0) / iters;
+		mine.us = (ou_now_us() - t0) / pc.iters;
 		mine.bad = nbr_check_recv(&g, rbuf, size, 1);
 		mine.digest = nbr_digest(rank, rbuf, (size_t)g.indeg * size);
 		if (req != MPI_REQUEST_NULL)
@@ -154,7 +161,7 @@ int main(int argc, char **argv)
 				 (int)sizeof(mine), MPI_BYTE, 0,
 				 MPI_COMM_WORLD), "MPI_Gather");
 		if (rank == 0)
-			bad += nbr_report("mpi_neighbor", size, all, n);
+			bad += nbr_report("mpi_neighbor", size, &pc, all, n);
 	}
 	check(MPI_Comm_free(&gc), "MPI_Comm_free");
 	nbr_graph_free(&g);

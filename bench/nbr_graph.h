@@ -85,14 +85,63 @@ static inline int nbr_parse_opts(int argc, char **argv, struct nbr_opts *o)
 	return 0;
 }
 
-/* Timed iterations per size (--iters, or fewer as blocks grow); the
- * warm-up is a tenth of it plus one. */
+/* Timed iterations per size (--iters, or fewer as blocks grow): the
+ * count itself with --iters, else the least (nbr_pace_next). */
 static inline int nbr_iters(const struct nbr_opts *o, size_t size)
 {
 	if (o->iters)
 		return o->iters;
 	return size <= 4096 ? 500 : size <= 65536 ? 200 :
 	       size <= 1048576 ? 50 : 20;
+}
+
+/*
+ * Pacing: the warm-up runs rounds of calls; after each, rank 0 decides
+ * (nbr_pace_next) and every rank gets its decision.  With --iters one
+ * round of iters / 10 + 1 calls, then iters timed calls.  Without, the
+ * rounds double until one takes NBR_WARM_US, and the timed calls last
+ * about NBR_TIMED_US at that round's pace (at least nbr_iters(), at most
+ * NBR_MAX_ITERS): 500 calls of a fraction of a microsecond were some
+ * 100 us, whose mean moved by 2x from run to run.
+ */
+#define NBR_WARM_US	2000.0
+#define NBR_TIMED_US	50000.0
+#define NBR_MAX_ITERS	(1 << 21)
+
+struct nbr_pace {
+	int32_t calls;		/* the next warm-up round's */
+	int32_t more;		/* another round (else time iters calls) */
+	int32_t iters;
+	int32_t warm;		/* warm-up calls so far */
+};
+
+static inline struct nbr_pace nbr_pace_first(const struct nbr_opts *o,
+					     size_t size)
+{
+	int iters = nbr_iters(o, size);
+
+	return (struct nbr_pace){ .calls = iters / 10 + 1, .more = 1,
+				  .iters = iters };
+}
+
+/* Rank 0, after a round of pc->calls calls that took us. */
+static inline void nbr_pace_next(const struct nbr_opts *o, double us,
+				 struct nbr_pace *pc)
+{
+	double want;
+
+	pc->warm += pc->calls;
+	if (!o->iters && us < NBR_WARM_US && pc->calls < NBR_MAX_ITERS / 2) {
+		pc->calls *= 2;
+		return;
+	}
+	pc->more = 0;
+	if (o->iters)
+		return;
+	want = NBR_TIMED_US * pc->calls / (us > 0 ? us : 1);
+	if (want > pc->iters)
+		pc->iters = want < NBR_MAX_ITERS ? (int32_t)want :
+			    NBR_MAX_ITERS;
 }
 
 /* ------------------------------------------------------------ graphs */
@@ -454,12 +503,15 @@ struct nbr_result {
  * "size us digest bad"; the number of bad blocks (a message on stderr
  * when there are any). */
 static inline uint64_t nbr_report(const char *prog, size_t size,
+				  const struct nbr_pace *pc,
 				  const struct nbr_result *res, int n)
 {
 	double us = 0;
 	uint64_t bad = 0, digest = 0;
 	int r;
 
+	printf("# size %zu: %d warm-up calls, %d timed\n", size, pc->warm,
+	       pc->iters);
 	for (r = 0; r < n; r++) {
 		us = res[r].us > us ? res[r].us : us;
 		bad += res[r].bad;
@@ -486,7 +538,7 @@ static inline void nbr_header(const char *prog, const char *lib,
 	printf("# %s: %s\n", prog, lib);
 	printf("# graph %s ranks %d edges %ld hints %s persistent %d iters %s\n",
 	       name, sp->n, g->nedges, o->hints, o->persistent,
-	       o->iters ? "fixed" : "by-size");
+	       o->iters ? "fixed" : "paced");
 	printf("# size us digest bad   (us: max over ranks of the mean per call; bad: received blocks wrong)\n");
 }
 

@@ -20,9 +20,10 @@
  *   --persistent  coop_neighbor_alltoall_init once per size, then
  *            coop_start + coop_wait per call (else the blocking call).
  *
- * Per size: a warm-up (iters / 10 + 1 calls) sending phase-0 data, then
- * the send blocks are rewritten with phase-1 data and the receive
- * blocks poisoned, a barrier, iters timed calls, and the received blocks
+ * Per size: a warm-up sending phase-0 data (rounds whose pace sets the
+ * timed calls, nbr_graph.h: nbr_pace_next), then the send blocks are
+ * rewritten with phase-1 data and the receive blocks poisoned, a
+ * barrier, the timed calls, and the received blocks
  * checked against what their origins sent in phase 1.  Rank 0 gathers
  * every rank's mean time per call, bad blocks and digest (coop_send/recv
  * on SYNC_COMM, not the topology's context id) and prints
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
 		topo = topo_new(ctx, rank, &g, NBR_COMM, 0, 0);
 	for (s = 0; s < o.nsizes; s++) {
 		size_t size = o.sizes[s];
-		int iters = nbr_iters(&o, size), warm = iters / 10 + 1;
+		struct nbr_pace pc = nbr_pace_first(&o, size);
 		coop_request_t *req = NULL;
 		double t0;
 
@@ -158,15 +159,21 @@ int main(int argc, char **argv)
 			CHECK(coop_neighbor_alltoall_init(topo, sbuf, size,
 							  rbuf, size, &req));
 		nbr_fill_send(&g, rank, sbuf, size, 0);
-		for (i = 0; i < warm; i++)
-			call(topo, &req, sbuf, rbuf, size);
+		while (pc.more) {
+			t0 = now_us();
+			for (i = 0; i < pc.calls; i++)
+				call(topo, &req, sbuf, rbuf, size);
+			if (rank == 0)
+				nbr_pace_next(&o, now_us() - t0, &pc);
+			bcast_from_0(ctx, rank, n, &pc, sizeof(pc));
+		}
 		nbr_fill_send(&g, rank, sbuf, size, 1);
 		memset(rbuf, 0x5a, (size_t)g.indeg * size);
 		barrier_all(ctx, rank, n);
 		t0 = now_us();
-		for (i = 0; i < iters; i++)
+		for (i = 0; i < pc.iters; i++)
 			call(topo, &req, sbuf, rbuf, size);
-		mine.us = (now_us() - t0) / iters;
+		mine.us = (now_us() - t0) / pc.iters;
 		mine.bad = nbr_check_recv(&g, rbuf, size, 1);
 		mine.digest = nbr_digest(rank, rbuf, (size_t)g.indeg * size);
 		if (req)
@@ -175,7 +182,7 @@ int main(int argc, char **argv)
 			CHECK(coop_topo_free(&topo));
 		gather_to_0(ctx, rank, n, &mine, all, sizeof(mine));
 		if (rank == 0)
-			bad += nbr_report("neighbor", size, all, n);
+			bad += nbr_report("neighbor", size, &pc, all, n);
 	}
 	if (topo)
 		CHECK(coop_topo_free(&topo));

@@ -17,7 +17,8 @@
 #   NBR_GRAPHS     graphs of bench/nbr_graph.h [er:0.5 stencil2d stencil4d hotspot]
 #   NBR_SIZES      block sizes [8 64 1k 64k 1m]
 #   NBR_RANKS      rank counts [nproc, 2 x nproc, 8; duplicates dropped]
-#   NBR_ITERS      timed calls per size [by size, see nbr_iters()]
+#   NBR_ITERS      timed calls per size [paced: about 50 ms, at least
+#                  500-20 by size; nbr_pace_next() in bench/nbr_graph.h]
 #   NBR_COOP_ARGS  more options of the coopmpi series' bench/bin/neighbor
 #                  [none: no hints, blocking calls, as the MPIs' runs]
 #   NBR_TIMEOUT    seconds per run [600]
@@ -249,7 +250,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null ||
 	echo "    static:  the same, bench/bin/neighbor --hints all --persistent (static slots up to COOP_NEIGHBOR_SLOT_MAX, COOP_NEIGHBOR_RTR=${COOP_NEIGHBOR_RTR:-direct})"
 	echo "    openmpi: mpirun.openmpi --bind-to core:overload-allowed --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
 	echo "    mpich:   mpirun.mpich -bind-to core (ch4:ucx)"
-	echo "    graphs ${graphs[*]}; sizes ${sizes[*]}; ranks ${ranks[*]}; iterations ${NBR_ITERS:-by size}"
+	echo "    graphs ${graphs[*]}; sizes ${sizes[*]}; ranks ${ranks[*]}; iterations ${NBR_ITERS:-paced}"
 } >"$out/run-info"
 summary | tee "$out/summary.md"
 echo "neighbor: $out/summary.md" >&2
