@@ -26,15 +26,16 @@
  * reads the receiver's consumed count, which the receiver stores for
  * such calls.
  * Packed slots (a block of at most 64 bytes alone in its slot, direct
- * RTR; slots.c): 32 buffers of 8, 16, 32 or 64 bytes, so a line holds
- * 8, 4, 2 calls or one, and the receiver arms a line's canaries again
- * together once it took the line's last call.  A stream of calls then
- * moves a line per 1-8 calls, and the sender fills one line while the receiver
- * drains another (re-arming each buffer as it is taken would write the
- * line the sender is filling).  The consumed count is stored with each
- * re-arm, never before it: a collided buffer is free only once its
- * line is armed.  The sender can always write the call its receiver
- * waits for: that buffer's last call ended its line before this one.
+ * RTR; slots.c): 32 buffers of 16, 32 or 64 bytes or 64 of 8, so a line
+ * holds 4, 2, 1 or 8 calls, and the receiver arms a line's canaries
+ * again together once it took the line's last call.  A stream of calls
+ * then moves a line per 1-8 calls, and the sender fills one line while
+ * the receiver drains another (re-arming each buffer as it is taken
+ * would write the line the sender is filling).  The consumed count is
+ * stored with each re-arm, never before it: a collided buffer is free
+ * only once its line is armed.  The sender can always write the call
+ * its receiver waits for: that buffer's last call ended its line before
+ * this one.
  * Tree (COOP_NEIGHBOR_RTR=tree): a sender's slots form a k-ary tree;
  * each receiver publishes the least consumed count of its subtree (its
  * own and its children's words), so the sender reads only its k
@@ -77,7 +78,7 @@ struct slot_hdr {
 				 * the last one that collided */
 	uint64_t ready;		/* receiver: least consumed of its subtree */
 	uint64_t pad0[6];
-	uint64_t flag[SLOT_BUFS_PACKED];	/* sender, per buffer: call
+	uint64_t flag[SLOT_BUFS_MAX];	/* sender, per buffer: call
 						 * + 1, or with FLAG_LOST;
 						 * an open slot's from
 						 * SLOT_BUFS on: its
@@ -86,9 +87,12 @@ struct slot_hdr {
 						 * its header's bytes
 						 * hold) */
 };
-_Static_assert(sizeof(struct slot_hdr) == SLOT_HDR_PACKED, "slot header");
+_Static_assert(sizeof(struct slot_hdr) == 64 + 8 * SLOT_BUFS_MAX,
+	       "slot header");
 _Static_assert(offsetof(struct slot_hdr, flag[2 * SLOT_BUFS]) == SLOT_HDR,
 	       "a short header's flags and open slots' length words");
+_Static_assert(SLOT_LINES_PACKED * 8 <= SLOT_BUFS_MAX && SLOT_BUFS_MAX <= 64,
+	       "a packed slot's buffers, a bit each in collided");
 
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
 
@@ -314,7 +318,7 @@ static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
 	struct nbr_slots *s = p->slots;
 	size_t tail = COOP_MIN(len, (size_t)8);
 	uint64_t b = buf_index(p, x, call), word = 0;
-	uint32_t bit = 1u << b;
+	uint64_t bit = 1ull << b;
 
 	s->grp[x].writing = call + 1;
 	s->collided[x] |= bit;	/* unless the canary changes below */

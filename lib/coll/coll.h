@@ -126,10 +126,9 @@ struct nbr_xfer {
 /* A plan's slots (the whole graph's; slots.c): static ones, or open
  * ones when the calls' sizes are not fixed (no STATIC_BUFFERS).  A
  * slot's header: a line of counts, then a flag per buffer (an open
- * slot's length words after them) - two lines, four in a static packed
- * slot. */
+ * slot's length words after them) - two lines, or as many as a static
+ * packed slot's flags take (coop_nbr_slot_hdr). */
 #define SLOT_HDR 192u
-#define SLOT_HDR_PACKED 320u
 /*
  * Small transfers between the same two ranks share one slot (a group):
  * their data lies back to back in each buffer, the leader's (the last
@@ -145,8 +144,8 @@ struct slot_group {
 	uint64_t end_gap;	/* bytes between x's data and its buffer's
 				 * end (0 for the leader) */
 	uint32_t bufs;		/* buffers of x's slot (a power of two):
-				 * SLOT_BUFS, SLOT_BUFS_PACKED or
-				 * SLOT_BUFS_ENTRIES */
+				 * SLOT_BUFS, 32 or 64 static packed,
+				 * SLOT_BUFS_ENTRIES open packed */
 	uint32_t line_calls;	/* calls whose buffers (an open packed
 				 * slot's: entries) share a line: 1, or in
 				 * a packed slot 1 (64 B), 2, 4 or 8 */
@@ -163,17 +162,22 @@ struct slot_group {
 /* Buffers of a slot, taken by the calls in turn: a sender may run
  * SLOT_BUFS - 1 calls ahead of its receiver.  8 rather than 4: a
  * one-way stream of 8 B calls took 0.074 instead of 0.101 us per call
- * (2 ranks).  A static packed slot has 32 (at most 32: the collision
- * bits): its lines are re-armed whole, so 8 left the sender 4-8 calls
- * ahead (8 B stream: 0.13-0.16 -> 0.11-0.14 us where a line crossed
- * slowest); 16 buffers of 8 B, two lines, measured no faster than 16
- * of 16 B, while 32 of 8 B, four lines of eight calls, took 0.063
- * instead of 0.082 us, and 32 of 64 B 0.11-0.13 instead of 0.19 (128 B
- * and more: no faster).  An open packed slot has 16: each of its
- * buffers is the open bound's size (32 measured 4 % faster at 8 B, for
- * twice the memory). */
+ * (2 ranks).  A static packed slot has 32, or 64 of 8 B (at least
+ * SLOT_LINES_PACKED lines; at most 64: the collision bits): its lines
+ * are re-armed whole, so 8 left the sender 4-8 calls ahead (8 B
+ * stream: 0.13-0.16 -> 0.11-0.14 us where a line crossed slowest).
+ * Sender and receiver work on lines apart the more lines there are:
+ * 16 buffers of 8 B, two lines, measured no faster than 16 of 16 B;
+ * 32 of 8 B, four lines of eight calls, took 0.063 instead of 0.082
+ * us, and where lines crossed slower 64 of 8 B took 0.10-0.13 instead
+ * of 0.14-0.18 (32 of 16 B: 0.11-0.13 both).  32 of 64 B took
+ * 0.11-0.13 instead of 0.19 (128 B and more: no faster).  An open
+ * packed slot has 16: each of its buffers is the open bound's size
+ * (32 measured 4 % faster at 8 B, for twice the memory). */
 #define SLOT_BUFS 8u
 #define SLOT_BUFS_PACKED 32u
+#define SLOT_LINES_PACKED 8u
+#define SLOT_BUFS_MAX 64u
 #define SLOT_BUFS_ENTRIES 16u
 /* An open packed slot (canary.c) has an entry per buffer after its
  * buffers: a data word (a call's data of up to 8 bytes) and the
@@ -193,7 +197,7 @@ struct nbr_slots {
 	uint32_t *pos;		/* [nxf] a leader's node among its
 				 * sender's */
 	uint64_t *next;		/* [nxf] ours to take: the next call */
-	uint32_t *collided;	/* [nxf] ours to send: bit b, buffer b's
+	uint64_t *collided;	/* [nxf] ours to send: bit b, buffer b's
 				 * last data left the canary in place */
 	struct slot_group *grp;	/* [nxf] see below */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */
@@ -214,11 +218,14 @@ static inline int coop_nbr_entries(const struct nbr_slots *s, uint32_t x)
 	return s->open && s->grp[x].line_calls > 1;
 }
 
-/* x's slot's header bytes */
+/* x's slot's header bytes: a line, and a flag per buffer, at least the
+ * short header's lines */
 static inline uint64_t coop_nbr_slot_hdr(const struct nbr_slots *s,
 					 uint32_t x)
 {
-	return s->grp[x].bufs > 2 * SLOT_BUFS ? SLOT_HDR_PACKED : SLOT_HDR;
+	uint64_t bufs = s->grp[x].bufs;
+
+	return 64 + 8 * (bufs > 2 * SLOT_BUFS ? bufs : 2 * SLOT_BUFS);
 }
 
 struct nbr_plan {

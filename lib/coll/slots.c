@@ -14,8 +14,8 @@
  * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
  * with a slot per transfer it receives (both ops' plans): a line its
  * owner writes (calls consumed, the tree word), two lines the sender
- * writes (the collision flags; four in a static packed slot), then
- * SLOT_BUFS buffers (16 or 32 in a packed slot; calls take them in
+ * writes (the collision flags; four or eight in a static packed slot),
+ * then SLOT_BUFS buffers (16-64 in a packed slot; calls take them in
  * turn), and an open packed slot's entries.
  * The layout follows from the plans, which every rank computes alike,
  * so no rank tells another where anything is; the windows are created,
@@ -33,7 +33,7 @@
 
 #define WIN_MAGIC	0x434e5757U	/* "CNWW" */
 #define WIN_VERSION	5	/* 3: packed slots, 4: open ones' entries,
-				 * 5: 32 packed buffers */
+				 * 5: 32-64 packed buffers */
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
@@ -250,9 +250,9 @@ static uint64_t packed_share(const struct coop_topo *t,
 }
 
 /* A static block of at most 64 bytes alone in its slot, whose sender
- * receives nothing in the call, with direct RTR, gets 32 buffers of 8,
- * 16, 32 or 64 bytes: a line holds 1-8 calls, re-armed together
- * (canary.c).
+ * receives nothing in the call, with direct RTR, gets 32 buffers of 16,
+ * 32 or 64 bytes or 64 of 8 (coll.h): a line holds 1-8 calls, re-armed
+ * together (canary.c).
  * Such a sender streams ahead of its receiver, and a line moved there
  * and back per call bounded the stream; where both ends receive, each
  * call waits for the other's line, and a line shared with the next
@@ -275,9 +275,11 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 			continue;
 		if (!s->open)
 			s->cap[x] = share;
-		s->grp[x].bufs = s->open ? SLOT_BUFS_ENTRIES :
-					   SLOT_BUFS_PACKED;
 		s->grp[x].line_calls = (uint32_t)(64 / share);
+		s->grp[x].bufs = s->open ? SLOT_BUFS_ENTRIES :
+				 COOP_MAX(SLOT_BUFS_PACKED,
+					  SLOT_LINES_PACKED *
+					  s->grp[x].line_calls);
 	}
 }
 
