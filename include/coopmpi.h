@@ -799,9 +799,8 @@ typedef struct coop_topo_info {
 				 * whose lines are re-armed whole: a
 				 * block of at most 64 B alone in its
 				 * static slot (32-64 buffers, 1-8 calls
-				 * a line), or an
-				 * open slot's trailers (and data of up
-				 * to 8 B; 4 a line) */
+				 * a line), or an open slot's trailers
+				 * (and data of up to 8 B; 4 a line) */
 } coop_topo_info_t;
 
 /* The canary of static and open slots: a slot buffer's last 8 bytes,

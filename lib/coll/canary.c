@@ -78,14 +78,12 @@ struct slot_hdr {
 				 * the last one that collided */
 	uint64_t ready;		/* receiver: least consumed of its subtree */
 	uint64_t pad0[6];
-	uint64_t flag[SLOT_BUFS_MAX];	/* sender, per buffer: call
-						 * + 1, or with FLAG_LOST;
-						 * an open slot's from
-						 * SLOT_BUFS on: its
-						 * buffers' length words
-						 * (a slot has as many as
-						 * its header's bytes
-						 * hold) */
+	uint64_t flag[SLOT_BUFS_MAX];	/* sender, per buffer: call + 1,
+					 * or with FLAG_LOST; an open
+					 * slot's from SLOT_BUFS on: its
+					 * buffers' length words (a slot
+					 * has as many as its header's
+					 * bytes hold) */
 };
 _Static_assert(sizeof(struct slot_hdr) == 64 + 8 * SLOT_BUFS_MAX,
 	       "slot header");

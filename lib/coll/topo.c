@@ -491,8 +491,8 @@ int coop_topo_create_locked(struct coop_context *ctx, uint32_t comm,
 
 enum slot_kind { SLOT_ANY, SLOT_SHARED, SLOT_PACKED };
 
-/* rank's transfers with a slot: any, sharing it, or with its buffers
- * sharing lines */
+/* rank's transfers with a slot: any, sharing it, or packed (more
+ * buffers, their lines re-armed whole) */
 static int slotted(const struct nbr_plan *p, int rank, enum slot_kind k)
 {
 	const struct nbr_slots *s = p->slots;
