@@ -798,7 +798,7 @@ typedef struct coop_topo_info {
 				 * RTR), streamed through more buffers
 				 * whose lines are re-armed whole: a
 				 * block of at most 64 B alone in its
-				 * static slot (32-64 buffers, 1-8 calls
+				 * static slot (32-64 buffers, 1-4 calls
 				 * a line), or an open slot's trailers
 				 * (and data of up to 8 B; 4 a line) */
 } coop_topo_info_t;

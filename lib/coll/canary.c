@@ -26,10 +26,10 @@
  * reads the receiver's consumed count, which the receiver stores for
  * such calls.
  * Packed slots (a block of at most 64 bytes alone in its slot, direct
- * RTR; slots.c): 32 buffers of 16, 32 or 64 bytes or 64 of 8, so a line
- * holds 4, 2, 1 or 8 calls, and the receiver arms a line's canaries
- * again together once it took the line's last call.  A stream of calls
- * then moves a line per 1-8 calls, and the sender fills one line while
+ * RTR; slots.c): 64 buffers of 16 bytes or 32 of 32 or 64, so a line
+ * holds 4, 2 or 1 calls, and the receiver arms a line's canaries again
+ * together once it took the line's last call.  A stream of calls then
+ * moves a line per 1-4 calls, and the sender fills one line while
  * the receiver drains another (re-arming each buffer as it is taken
  * would write the line the sender is filling).  The consumed count is
  * stored with each re-arm, never before it: a collided buffer is free
@@ -60,13 +60,16 @@
  * calls: 0.55 -> 0.41 us per call where Open MPI took 0.58).  A trailer
  * has the top bit clear, the canary has it set.
  * Packed open slots (the sender receives nothing in the call; slots.c):
- * the trailers are in entries of 16 bytes after the 16 buffers, four to
- * a line and re-armed a line at a time as in packed slots, and an
- * entry's first word holds data of up to 8 bytes.  A one-way stream
+ * the trailers are in 64 entries of 16 bytes after the 16 buffers,
+ * four to a line and re-armed a line at a time as in packed slots, and
+ * an entry's first word holds data of up to 8 bytes.  A one-way stream
  * then moves a line per four calls for such data, and larger data's
  * buffer lines only ever go to the receiver, which polls the entry
  * instead of the buffer's end (one edge, plain calls, 8 / 64 B: 0.20 /
- * 0.34 -> 0.11 / 0.23 us per call).
+ * 0.34 -> 0.11 / 0.23 us per call).  Call n takes entry n % 64 and,
+ * for larger data, buffer n % 16: its own armed entry frees the buffer
+ * of call n - 64, so the sender also waits for the entry of call n - 16
+ * to be armed again.
  */
 #include <stddef.h>
 #include <string.h>
@@ -89,8 +92,8 @@ _Static_assert(sizeof(struct slot_hdr) == 64 + 8 * SLOT_BUFS_MAX,
 	       "slot header");
 _Static_assert(offsetof(struct slot_hdr, flag[2 * SLOT_BUFS]) == SLOT_HDR,
 	       "a short header's flags and open slots' length words");
-_Static_assert(SLOT_LINES_PACKED * 8 <= SLOT_BUFS_MAX && SLOT_BUFS_MAX <= 64,
-	       "a packed slot's buffers, a bit each in collided");
+_Static_assert(SLOT_LINES_PACKED * 4 <= SLOT_BUFS_MAX && SLOT_BUFS_MAX <= 64,
+	       "a packed slot's buffers of 16 B, a bit each in collided");
 
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
 
@@ -123,11 +126,10 @@ static uint64_t buf_index(const struct nbr_plan *p, uint32_t x,
 static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 			      uint64_t call)
 {
-	uint64_t cap = p->slots->cap[x];
-
 	return (unsigned char *)slot_of(p, x) +
-	       coop_nbr_slot_hdr(p->slots, x) + buf_index(p, x, call) * cap +
-	       cap;
+	       coop_nbr_slot_hdr(p->slots, x) +
+	       buf_index(p, x, call) * coop_nbr_buf_stride(p->slots, x) +
+	       p->slots->cap[x];
 }
 
 /* call's entry of x's open packed slot: after the buffers */
@@ -135,11 +137,12 @@ static uint64_t *entry_of(const struct nbr_plan *p, uint32_t x,
 			  uint64_t call)
 {
 	const struct nbr_slots *s = p->slots;
+	const struct slot_group *g = &s->grp[x];
 
 	return (uint64_t *)(void *)((unsigned char *)slot_of(p, x) +
 				    coop_nbr_slot_hdr(s, x) +
-				    s->grp[x].bufs * s->cap[x] +
-				    buf_index(p, x, call) * SLOT_ENTRY);
+				    g->bufs * coop_nbr_buf_stride(s, x) +
+				    (call & (g->entries - 1)) * SLOT_ENTRY);
 }
 
 /* x's group's canary (its leader's; an open packed slot's: the entry's
@@ -161,9 +164,10 @@ static unsigned char *data_of(const struct nbr_plan *p, uint32_t x,
 
 void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x)
 {
+	const struct slot_group *g = &p->slots->grp[x];
 	uint64_t b;
 
-	for (b = 0; b < p->slots->grp[x].bufs; b++)
+	for (b = 0; b < (g->entries ? g->entries : g->bufs); b++)
 		*canary_of(p, x, b) = COOP_NBR_CANARY;
 }
 
@@ -265,8 +269,34 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 	return frees(least, call, SLOT_BUFS);
 }
 
+/* Does an open slot take len bytes (else they come as a message)? */
+static int fits(const struct nbr_slots *s, uint32_t x, size_t len)
+{
+	return len <= s->open && len <= s->cap[x];
+}
+
+/* An open packed slot's call of len bytes: its data in a buffer
+ * (more than its entry's word holds)? */
+static int in_buffer(const struct nbr_slots *s, uint32_t x, size_t len)
+{
+	return len > 8 && fits(s, x, len);
+}
+
+/* Sender of an open packed slot: did the receiver take the call a lap
+ * of buffers before call?  That call's entry holds its trailer until
+ * its line is re-armed, and no later call's yet (it is a lap of
+ * entries after ours).  Then our entry is armed too: its last call
+ * came before. */
+static int buffer_free(const struct nbr_plan *p, uint32_t x, uint64_t call)
+{
+	uint64_t bufs = p->slots->grp[x].bufs;
+
+	return call < bufs ||
+	       LOAD_ACQ(canary_of(p, x, call - bufs)) == COOP_NBR_CANARY;
+}
+
 int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
-			uint32_t x, uint64_t call)
+			uint32_t x, uint64_t call, size_t len)
 {
 	const struct slot_group *g = group_of(p, x);
 
@@ -274,6 +304,8 @@ int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
 	if (g->writing != call ||
 	    (p->slots->grp[x].lead == x && g->wrote + 1 < g->members))
 		return 0;
+	if (coop_nbr_entries(p->slots, x) && in_buffer(p->slots, x, len))
+		return buffer_free(p, x, call);
 	if (!p->slots->arity)
 		return slot_free(p, x, call);
 	if (tree_ready(t, p, call))
@@ -488,7 +520,7 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	if (lost) {
 		trailer = 0;
 		len = 0;
-	} else if (len <= p->slots->open && len <= p->slots->cap[x]) {
+	} else if (fits(p->slots, x, len)) {
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {

@@ -145,7 +145,9 @@ struct slot_group {
 				 * end (0 for the leader) */
 	uint32_t bufs;		/* buffers of x's slot (a power of two):
 				 * SLOT_BUFS, 32 or 64 static packed,
-				 * SLOT_BUFS_ENTRIES open packed */
+				 * SLOT_BUFS_OPEN open packed */
+	uint32_t entries;	/* an open packed slot's: SLOT_ENTRIES;
+				 * else 0 */
 	uint32_t line_calls;	/* calls whose buffers (an open packed
 				 * slot's: entries) share a line: 1, or in
 				 * a packed slot 1 (64 B), 2, 4 or 8 */
@@ -162,26 +164,32 @@ struct slot_group {
 /* Buffers of a slot, taken by the calls in turn: a sender may run
  * SLOT_BUFS - 1 calls ahead of its receiver.  8 rather than 4: a
  * one-way stream of 8 B calls took 0.074 instead of 0.101 us per call
- * (2 ranks).  A static packed slot has 32, or 64 of 8 B (at least
+ * (2 ranks).  A static packed slot has 32, or 64 of 16 B (at least
  * SLOT_LINES_PACKED lines; at most 64: the collision bits): its lines
  * are re-armed whole, so 8 left the sender 4-8 calls ahead (8 B
  * stream: 0.13-0.16 -> 0.11-0.14 us where a line crossed slowest).
  * Sender and receiver work on lines apart the more lines there are:
  * 16 buffers of 8 B, two lines, measured no faster than 16 of 16 B;
  * 32 of 8 B, four lines of eight calls, took 0.063 instead of 0.082
- * us, and where lines crossed slower 64 of 8 B took 0.10-0.13 instead
- * of 0.14-0.18 (32 of 16 B: 0.11-0.13 both).  32 of 64 B took
- * 0.11-0.13 instead of 0.19 (128 B and more: no faster).  An open
- * packed slot has 16: each of its buffers is the open bound's size
- * (32 measured 4 % faster at 8 B, for twice the memory). */
+ * us; 64 of 8 B (eight lines) took 0.10-0.13 instead of 0.14-0.18
+ * where lines crossed slower, and where they crossed slower still 64
+ * of 16 B (sixteen lines) took 0.086-0.092 instead of 0.165-0.186 (Open
+ * MPI 0.14-0.17), 16 B blocks 0.095 instead of 0.137.  32 of 64 B took
+ * 0.11-0.13 instead of 0.19 (64 of 32 or 64 B: 0.14 / 0.17 instead of
+ * 0.11; 128 B and more: no faster).  An open packed slot has 16, each
+ * of the open bound's size, and 64 entries (canary.c): sixteen lines of
+ * them took 0.085-0.096 us per call of a stream of 8 B where four took
+ * 0.15-0.18 (Open MPI 0.13-0.17); 64 buffers too would take four times
+ * the memory. */
 #define SLOT_BUFS 8u
 #define SLOT_BUFS_PACKED 32u
-#define SLOT_LINES_PACKED 8u
+#define SLOT_LINES_PACKED 16u
 #define SLOT_BUFS_MAX 64u
-#define SLOT_BUFS_ENTRIES 16u
-/* An open packed slot (canary.c) has an entry per buffer after its
- * buffers: a data word (a call's data of up to 8 bytes) and the
- * trailer, four to a line. */
+#define SLOT_BUFS_OPEN 16u
+#define SLOT_ENTRIES 64u
+/* An open packed slot's entries (canary.c), after its buffers: a data
+ * word (a call's data of up to 8 bytes) and the trailer, four to a
+ * line. */
 #define SLOT_ENTRY 16u
 struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
@@ -211,11 +219,10 @@ struct nbr_slots {
 	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;	/* sched.c */
 };
 
-/* Does x's slot keep its trailers in entries (an open packed slot)?
- * Open plans have no static packed slots. */
+/* Does x's slot keep its trailers in entries (an open packed slot)? */
 static inline int coop_nbr_entries(const struct nbr_slots *s, uint32_t x)
 {
-	return s->open && s->grp[x].line_calls > 1;
+	return s->grp[x].entries != 0;
 }
 
 /* x's slot's header bytes: a line, and a flag per buffer, at least the
@@ -226,6 +233,18 @@ static inline uint64_t coop_nbr_slot_hdr(const struct nbr_slots *s,
 	uint64_t bufs = s->grp[x].bufs;
 
 	return 64 + 8 * (bufs > 2 * SLOT_BUFS ? bufs : 2 * SLOT_BUFS);
+}
+
+/* Bytes from one of x's buffers to the next: a line more than its cap
+ * when that is a multiple of 2 KiB.  A call's data ends at its
+ * buffer's end, and buffers 4 or 8 KiB apart put every call's last
+ * line in one L1 set, two KiB apart in two: more lines than the set's
+ * ways (an open slot's 16 of 8 KiB, one edge, plain calls of 64 B:
+ * 0.28 us per call, against 0.21 with 1 KiB buffers). */
+static inline uint64_t coop_nbr_buf_stride(const struct nbr_slots *s,
+					   uint32_t x)
+{
+	return s->cap[x] % 2048 ? s->cap[x] : s->cap[x] + 64;
 }
 
 struct nbr_plan {
@@ -315,10 +334,10 @@ COOP_HIDDEN void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x);
  * so that a loop over many slots waits for their misses together. */
 COOP_HIDDEN void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 					uint64_t call, int write);
-/* Sender: may call write x's buffer (RTR)? */
+/* Sender: may call write x's buffer (RTR), len bytes? */
 COOP_HIDDEN int coop_nbr_slot_ready(const struct coop_topo *t,
 				    struct nbr_plan *p, uint32_t x,
-				    uint64_t call);
+				    uint64_t call, size_t len);
 /* Receiver of x, a node with children in its sender's RTR tree:
  * publish x's subtree; 1 once all of it consumed call (or the tree lost
  * a rank), so the node need not stay for it any longer. */

@@ -199,7 +199,8 @@ static int slot_try(struct nbr_inst *in, uint32_t v)
 	int rc;
 
 	if (vx->kind == V_SEND) {
-		if (coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call))
+		if (coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call,
+					len))
 			return slot_send(in, v, buf, len);
 		return peer_lost(ctx, vx->peer) ? COOP_ERR_PEER_DEAD :
 						  SLOT_WAIT;

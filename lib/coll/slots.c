@@ -32,8 +32,10 @@
 #include "coll.h"
 
 #define WIN_MAGIC	0x434e5757U	/* "CNWW" */
-#define WIN_VERSION	5	/* 3: packed slots, 4: open ones' entries,
-				 * 5: 32-64 packed buffers */
+#define WIN_VERSION	6	/* 3: packed slots, 4: open ones' entries,
+				 * 5: 32-64 packed buffers, 6: buffers a
+				 * line apart past 2 KiB multiples, 64
+				 * open entries, packed buffers of 16 B */
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
@@ -229,7 +231,7 @@ static int groups_form(const struct coop_topo *t, struct nbr_plan *p)
 }
 
 /* A line's share of x's calls when x's slot is packed (its buffer's
- * bytes, an open slot's entry's); 0: it is not. */
+ * bytes, at least 16; an open slot's entry's); 0: it is not. */
 static uint64_t packed_share(const struct coop_topo *t,
 			     const struct nbr_plan *p, uint32_t x)
 {
@@ -244,20 +246,20 @@ static uint64_t packed_share(const struct coop_topo *t,
 	len = exact_len(t, p, &p->xf[x]);
 	if (!len || len > 64)
 		return 0;
-	for (share = 8; share < len; share *= 2)
+	for (share = 16; share < len; share *= 2)
 		;
 	return share;
 }
 
 /* A static block of at most 64 bytes alone in its slot, whose sender
- * receives nothing in the call, with direct RTR, gets 32 buffers of 16,
- * 32 or 64 bytes or 64 of 8 (coll.h): a line holds 1-8 calls, re-armed
- * together (canary.c).
+ * receives nothing in the call, with direct RTR, gets 64 buffers of 16
+ * bytes or 32 of 32 or 64, at least SLOT_LINES_PACKED lines (coll.h):
+ * a line holds 1-4 calls, re-armed together (canary.c).
  * Such a sender streams ahead of its receiver, and a line moved there
  * and back per call bounded the stream; where both ends receive, each
  * call waits for the other's line, and a line shared with the next
  * call cost more (2 ranks exchanging 8 B: 0.37 -> 0.52 us per call).
- * Such an open slot gets 16 buffers and 16 entries, which carry the
+ * Such an open slot gets 16 buffers and 64 entries, which carry the
  * trailers (and data of up to 8 bytes) four to a line, so its buffers'
  * lines only ever go to the receiver.  Not in RTR trees, whose counts
  * would free a buffer before its line is armed. */
@@ -276,7 +278,8 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 		if (!s->open)
 			s->cap[x] = share;
 		s->grp[x].line_calls = (uint32_t)(64 / share);
-		s->grp[x].bufs = s->open ? SLOT_BUFS_ENTRIES :
+		s->grp[x].entries = s->open ? SLOT_ENTRIES : 0;
+		s->grp[x].bufs = s->open ? SLOT_BUFS_OPEN :
 				 COOP_MAX(SLOT_BUFS_PACKED,
 					  SLOT_LINES_PACKED *
 					  s->grp[x].line_calls);
@@ -286,10 +289,9 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 /* x's slot's bytes in its receiver's window */
 static uint64_t slot_bytes(const struct nbr_slots *s, uint32_t x)
 {
-	uint64_t entries = coop_nbr_entries(s, x) ? SLOT_ENTRY : 0;
-
 	return coop_nbr_slot_hdr(s, x) +
-	       s->grp[x].bufs * (s->cap[x] + entries);
+	       s->grp[x].bufs * coop_nbr_buf_stride(s, x) +
+	       s->grp[x].entries * SLOT_ENTRY;
 }
 
 /* The slots of plan p (open: open slots of at most that many bytes),

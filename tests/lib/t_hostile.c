@@ -306,10 +306,10 @@ struct slot_sync {
 };
 
 /* An open slot (lib/coll/canary.c): a 192-byte header whose third line
- * holds its eight buffers' length words, then the 8 KiB buffers, each
- * ending in its canary word.  A packed one (its sender receives
- * nothing) has sixteen buffers and then sixteen entries, a trailer in
- * each one's second word. */
+ * holds its eight buffers' length words, then the 8 KiB buffers (a
+ * line apart), each ending in its canary word.  A packed one (its
+ * sender receives nothing) has sixteen buffers and then 64 entries, a
+ * trailer in each one's second word. */
 #define OPEN_HDR 192
 #define OPEN_LEN_WORDS 128
 #define OPEN_BUF 8192
@@ -320,7 +320,7 @@ struct slot_sync {
  * word then changed, as by a call). */
 static void corrupt_slots(const struct slot_sync *sy)
 {
-	const int per_slot = sy->both ? 8 : 16;
+	const int per_slot = sy->both ? 8 : 64;
 	const size_t to_len = (OPEN_HDR + OPEN_BUF - 8 - OPEN_LEN_WORDS) / 8;
 	size_t bytes, i;
 	uint64_t *w = map_shm_file("/coopmpi-%016llx-nbr-%d-1", VICTIM,

@@ -738,6 +738,24 @@ static void open_stream(struct rk *k, size_t bytes, uint64_t expect)
 	}
 }
 
+/* OPEN_MIXED blocking calls whose sizes take turns between an entry's
+ * word (up to 8 B) and a buffer, the receivers late to every seventh:
+ * a packed slot's sender runs ahead on its 64 entries while a call with
+ * a buffer waits for the receiver to take the one 16 calls before. */
+#define OPEN_MIXED 300
+static void open_mixed(struct rk *k, uint64_t expect)
+{
+	static const size_t z[] = { 8, 64, 1, 0, 9, 8, 8, 4096, 5, 8, 72 };
+	int n;
+
+	for (n = 0; n < OPEN_MIXED; n++) {
+		if (k->g.indeg[k->rank] && n % 7 == 3)
+			usleep(500);
+		open_counted_op(k, n % 2 ? OP_A2A : OP_AG,
+				z[n % (sizeof(z) / sizeof(z[0]))], expect);
+	}
+}
+
 struct open_case {
 	const char *const *env;
 	int hot;		/* a hot spot without replies, not a stencil */
@@ -772,6 +790,7 @@ static int open_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	open_counted(&k, 0, (uint64_t)deg);
 	for (l = 0; l < (int)(sizeof(stream) / sizeof(stream[0])); l++)
 		open_stream(&k, stream[l], (uint64_t)deg);
+	open_mixed(&k, (uint64_t)deg);
 	topo_done(&k);
 	return 0;
 }
@@ -783,10 +802,10 @@ static const char *const env_open_tree[] = { "COOP_NEIGHBOR_RTR=tree",
 /* Plain calls go through open slots: every message of the 2x2 stencil
  * has one; blocks up to COOP_NEIGHBOR_SLOT_OPEN are written there, not
  * larger ones; calls outstanding past the slots' buffers with sizes
- * changing between calls, and streams of one size; direct RTR and a
- * binary RTR tree.  A hot spot whose rank 0 receives nothing: its
- * slots packed with direct RTR (trailers and blocks of up to 8 B in
- * entries, four to a line), not with a tree. */
+ * changing between calls, streams of one size and of sizes that take
+ * turns; direct RTR and a binary RTR tree.  A hot spot whose rank 0
+ * receives nothing: its slots packed with direct RTR (trailers and
+ * blocks of up to 8 B in entries, four to a line), not with a tree. */
 START_TEST(test_open_slots)
 {
 	const struct open_case cases[] = { { NULL, 0, 0 },
@@ -1970,8 +1989,8 @@ END_TEST
 
 /* Packed slots: rank 0 of a hot spot without replies sends each other
  * rank one block and receives nothing, so with exact sizes of at most
- * 64 B and direct RTR its slots' 32 or 64 buffers take 8-64 B each (up
- * to 8 calls a line) and a line is re-armed after its last call.  Calls
+ * 64 B and direct RTR its slots' 32 or 64 buffers take 16-64 B each (up
+ * to 4 calls a line) and a line is re-armed after its last call.  Calls
  * per size: each of the 64 buffers used five times or more; the
  * receivers come late to every fifth call, so the sender waits for
  * buffers whose lines are taken in part (a count stored before its line
