@@ -6,7 +6,8 @@
 # series coopmpi, column "coop") and with the paper's persistence (every
 # hint, a persistent request per size, so small blocks go through static
 # slots: series coopstatic, column "static").  Per rank count, graph and
-# round the four run in turn (so background load hits them alike); every
+# round the four run in turn (so background load hits them alike), each
+# round from fresh copies of the programs (see fresh_copies); every
 # value is the median over ROUNDS (default 1) of a run's "max over ranks
 # of the mean us per call".  Prints one table per graph: the latencies,
 # coop's and static's ratios to ompi and mpich, and whether the data
@@ -81,7 +82,7 @@ for s in "${sizes[@]}"; do size_bytes+=("$(bytes "$s")"); done
 coopmpi() {
 	local n=$1
 	shift
-	scripts/cooprun -n "$n" -b -t "$tmo" bench/bin/neighbor "$@" "${coop_args[@]}"
+	scripts/cooprun -n "$n" -b -t "$tmo" "$bindir/neighbor" "$@" "${coop_args[@]}"
 }
 
 # coop with the paper's persistence (every hint: exact sizes, static
@@ -90,7 +91,7 @@ coopmpi() {
 coopstatic() {
 	local n=$1
 	shift
-	scripts/cooprun -n "$n" -b -t "$tmo" bench/bin/neighbor "$@" --hints all --persistent
+	scripts/cooprun -n "$n" -b -t "$tmo" "$bindir/neighbor" "$@" --hints all --persistent
 }
 
 openmpi() {
@@ -99,13 +100,13 @@ openmpi() {
 	timeout -k 5 "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$n" \
 		--bind-to core:overload-allowed --mca pml ob1 --mca btl self,vader \
 		--mca btl_vader_single_copy_mechanism cma \
-		bench/bin/mpi_neighbor.openmpi "$@"
+		"$bindir/mpi_neighbor.openmpi" "$@"
 }
 
 mpich() {
 	local n=$1
 	shift
-	timeout -k 5 "$tmo" mpirun.mpich -np "$n" -bind-to core bench/bin/mpi_neighbor.mpich "$@"
+	timeout -k 5 "$tmo" mpirun.mpich -np "$n" -bind-to core "$bindir/mpi_neighbor.mpich" "$@"
 }
 
 # ------------------------------------------------------------ build
@@ -126,6 +127,20 @@ make -s -C bench -f Makefile.suite "${targets[@]}"
 
 rm -rf "$out"
 mkdir -p "$out/raw"
+
+# Each round runs fresh copies of the programs: a program's speed at a
+# tenth of a microsecond per call depends on where its file's pages
+# lie in memory (one file of bench/bin/neighbor ran the one edge's plain
+# 8 B calls in 0.17 us, a byte-identical copy in 0.11, and the file
+# itself in 0.115 once the page cache was dropped), so rounds of one
+# file would all share its luck.
+copies=$(mktemp -d)
+trap 'rm -rf "$copies"' EXIT
+fresh_copies() {
+	bindir=$copies/r$1
+	mkdir -p "$bindir"
+	for t in "${targets[@]}"; do cp "bench/$t" "$bindir/"; done
+}
 
 # ------------------------------------------------------------ running
 # gname GRAPH: the graph's part of file names (er:0.5 -> er0.5)
@@ -164,6 +179,7 @@ run() {
 }
 
 for ((r = 1; r <= rounds; r++)); do
+	fresh_copies "$r"
 	for n in "${ranks[@]}"; do
 		for g in "${graphs[@]}"; do
 			for s in "${series[@]}"; do
