@@ -94,6 +94,9 @@ _Static_assert(offsetof(struct slot_hdr, flag[2 * SLOT_BUFS]) == SLOT_HDR,
 	       "a short header's flags and open slots' length words");
 _Static_assert(SLOT_LINES_PACKED * 4 <= SLOT_BUFS_MAX && SLOT_BUFS_MAX <= 64,
 	       "a packed slot's buffers of 16 B, a bit each in collided");
+_Static_assert(SLOT_ENTRIES >= SLOT_BUFS_OPEN + 64 / SLOT_ENTRY,
+	       "buffer_free(): a call's entry is armed once the call a lap "
+	       "of buffers before it was taken");
 
 #define FLAG_LOST	(1ull << 63)	/* the sender has no data to give */
 
