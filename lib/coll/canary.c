@@ -140,12 +140,11 @@ static uint64_t *entry_of(const struct nbr_plan *p, uint32_t x,
 			  uint64_t call)
 {
 	const struct nbr_slots *s = p->slots;
-	const struct slot_group *g = &s->grp[x];
 
 	return (uint64_t *)(void *)((unsigned char *)slot_of(p, x) +
 				    coop_nbr_slot_hdr(s, x) +
-				    g->bufs * coop_nbr_buf_stride(s, x) +
-				    (call & (g->entries - 1)) * SLOT_ENTRY);
+				    s->grp[x].bufs * coop_nbr_buf_stride(s, x) +
+				    (call & (SLOT_ENTRIES - 1)) * SLOT_ENTRY);
 }
 
 /* x's group's canary (its leader's; an open packed slot's: the entry's
@@ -167,10 +166,10 @@ static unsigned char *data_of(const struct nbr_plan *p, uint32_t x,
 
 void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x)
 {
-	const struct slot_group *g = &p->slots->grp[x];
-	uint64_t b;
+	uint64_t b, n = coop_nbr_entries(p->slots, x) ? SLOT_ENTRIES :
+			p->slots->grp[x].bufs;
 
-	for (b = 0; b < (g->entries ? g->entries : g->bufs); b++)
+	for (b = 0; b < n; b++)
 		*canary_of(p, x, b) = COOP_NBR_CANARY;
 }
 

@@ -146,8 +146,6 @@ struct slot_group {
 	uint32_t bufs;		/* buffers of x's slot (a power of two):
 				 * SLOT_BUFS, 32 or 64 static packed,
 				 * SLOT_BUFS_OPEN open packed */
-	uint32_t entries;	/* an open packed slot's: SLOT_ENTRIES;
-				 * else 0 */
 	uint32_t line_calls;	/* calls whose buffers (an open packed
 				 * slot's: entries) share a line: 1, or in
 				 * a packed slot 1 (64 B), 2 or 4 */
@@ -219,10 +217,11 @@ struct nbr_slots {
 	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;	/* sched.c */
 };
 
-/* Does x's slot keep its trailers in entries (an open packed slot)? */
+/* Does x's slot keep its trailers in its SLOT_ENTRIES entries (an open
+ * packed slot)?  Open plans have no static packed slots. */
 static inline int coop_nbr_entries(const struct nbr_slots *s, uint32_t x)
 {
-	return s->grp[x].entries != 0;
+	return s->open && s->grp[x].line_calls > 1;
 }
 
 /* x's slot's header bytes: a line, and a flag per buffer, at least the

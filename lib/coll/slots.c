@@ -278,7 +278,6 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 		if (!s->open)
 			s->cap[x] = share;
 		s->grp[x].line_calls = (uint32_t)(64 / share);
-		s->grp[x].entries = s->open ? SLOT_ENTRIES : 0;
 		s->grp[x].bufs = s->open ? SLOT_BUFS_OPEN :
 				 COOP_MAX(SLOT_BUFS_PACKED,
 					  SLOT_LINES_PACKED *
@@ -289,9 +288,11 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 /* x's slot's bytes in its receiver's window */
 static uint64_t slot_bytes(const struct nbr_slots *s, uint32_t x)
 {
+	uint64_t entries = coop_nbr_entries(s, x) ? SLOT_ENTRIES : 0;
+
 	return coop_nbr_slot_hdr(s, x) +
 	       s->grp[x].bufs * coop_nbr_buf_stride(s, x) +
-	       s->grp[x].entries * SLOT_ENTRY;
+	       entries * SLOT_ENTRY;
 }
 
 /* The slots of plan p (open: open slots of at most that many bytes),
