@@ -11,6 +11,13 @@
  *            for when sender and receiver copy together
  *   pvr      process_vm_readv() of size bytes out of another process: the
  *            single cross-process copy every CMA-based rendezvous makes
+ *   line     no copy: a cache line's one-way trip between threads on
+ *            CPUs 0 and 1 (half the round trip of a count the other
+ *            echoes, a line each way), printed as "line US"; sizes are
+ *            ignored.  Every small message waits for at least one such
+ *            trip, and on a virtual machine it changes with where the
+ *            host runs the virtual CPUs (here 0.07 us in one minute,
+ *            0.30 in another)
  *
  * Each repeat copies the message n times, n doubled from 1 until a repeat
  * takes at least 2 ms (those calibration rounds are the warm-up), and the
@@ -27,7 +34,7 @@
 
 #include "osu_util.h"
 
-enum mode { M_MEMCPY1, M_MEMCPY2, M_PVR };
+enum mode { M_MEMCPY1, M_MEMCPY2, M_PVR, M_LINE };
 
 static const size_t def_sizes[] = { 1, 64, 4096, 65536, 1048576, 4194304,
 				    16777216 };
@@ -83,6 +90,43 @@ static void copy2(char *dst, const char *src, size_t size)
 	__atomic_store_n(&h2.gen, g, __ATOMIC_RELEASE);
 	memcpy(dst, src, size / 2);
 	while (__atomic_load_n(&h2.done, __ATOMIC_ACQUIRE) != g)
+		;
+}
+
+/* ---- line: the helper echoes a count, a line for each direction (as
+ * two ranks' slots); LINE_QUIT ends it ---- */
+#define LINE_QUIT (~0ul)
+static struct {
+	unsigned long ping __attribute__((aligned(128)));	/* main's */
+	unsigned long pong __attribute__((aligned(128)));	/* helper's */
+} lt;
+
+static void *echo(void *arg)
+{
+	unsigned long seen = 0, g;
+
+	(void)arg;
+	pin(1);
+	for (;;) {
+		while ((g = __atomic_load_n(&lt.ping, __ATOMIC_ACQUIRE)) == seen)
+			;
+		if (g == LINE_QUIT)
+			return NULL;
+		seen = g;
+		__atomic_store_n(&lt.pong, g, __ATOMIC_RELEASE);
+	}
+}
+
+/* The count is kept apart from the line: loading the line it is about
+ * to store to, which the helper just read, made a round trip 0.80 us
+ * instead of 0.62. */
+static void round_trip(void)
+{
+	static unsigned long trips;
+	unsigned long g = ++trips;
+
+	__atomic_store_n(&lt.ping, g, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&lt.pong, __ATOMIC_ACQUIRE) != g)
 		;
 }
 
@@ -165,6 +209,8 @@ static void one(enum mode mode, char *dst, const char *src,
 		memcpy(dst, src, size);
 	else if (mode == M_MEMCPY2)
 		copy2(dst, src, size);
+	else if (mode == M_LINE)
+		round_trip();
 	else
 		pvr(dst, remote, size);
 	__asm__ __volatile__("" ::: "memory");
@@ -188,8 +234,10 @@ int main(int argc, char **argv)
 			mode = M_MEMCPY2;
 		} else if (opt == 'm' && !strcmp(optarg, "pvr")) {
 			mode = M_PVR;
+		} else if (opt == 'm' && !strcmp(optarg, "line")) {
+			mode = M_LINE;
 		} else {
-			fprintf(stderr, "usage: limits -m memcpy1|memcpy2|pvr [-r repeats] [sizes...]\n");
+			fprintf(stderr, "usage: limits -m memcpy1|memcpy2|pvr|line [-r repeats] [sizes...]\n");
 			return 2;
 		}
 	}
@@ -197,14 +245,19 @@ int main(int argc, char **argv)
 		reps = 7;
 	n = ou_parse_sizes(argc, argv, optind, sizes, def_sizes,
 			   (int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
+	if (mode == M_LINE) {	/* one trip, nothing copied */
+		sizes[0] = 0;
+		n = 1;
+	}
 	for (s = 0; s < n; s++)
 		if (sizes[s] > maxsz)
 			maxsz = sizes[s];
 	src = ou_alloc(maxsz);
 	dst = ou_alloc(maxsz);
-	if (mode == M_MEMCPY2) {
+	if (mode == M_MEMCPY2 || mode == M_LINE) {
 		pin(0);
-		if (pthread_create(&th, NULL, helper, NULL)) {
+		if (pthread_create(&th, NULL, mode == M_LINE ? echo : helper,
+				   NULL)) {
 			fprintf(stderr, "limits: pthread_create failed\n");
 			return 1;
 		}
@@ -230,13 +283,18 @@ int main(int argc, char **argv)
 			for (it = 0; it < iters; it++)
 				one(mode, dst, src, remote, size);
 			t = ou_now_us() - t0;
-			v[r] = (double)size * (double)iters / (t > 0 ? t : 1e-3);
+			v[r] = mode == M_LINE ? t / (double)iters / 2 :
+				(double)size * (double)iters / (t > 0 ? t : 1e-3);
 		}
-		printf("%zu %.1f\n", size, ou_median(v, reps));
+		if (mode == M_LINE)
+			printf("line %.3f\n", ou_median(v, reps));
+		else
+			printf("%zu %.1f\n", size, ou_median(v, reps));
 		fflush(stdout);
 	}
-	if (mode == M_MEMCPY2) {
+	if (mode == M_MEMCPY2 || mode == M_LINE) {
 		__atomic_store_n(&h2.quit, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&lt.ping, LINE_QUIT, __ATOMIC_RELEASE);
 		pthread_join(th, NULL);
 	}
 	stop_child();

@@ -12,7 +12,14 @@
 # of the mean us per call".  Prints one table per graph: the latencies,
 # coop's and static's ratios to ompi and mpich, and whether the data
 # checked out; writes bench/results/neighbor/ (CSV per graph and rank
-# count, .notes, raw/, run-info, summary.md).
+# count, .notes, raw/, line.csv, run-info, summary.md).
+#
+# Before each graph's runs of a round it measures a cache line's one-way
+# trip between CPUs 0 and 1 (bench/bin/limits -m line, line.csv): the
+# least a call that waits for another rank's data can take.  On a
+# virtual machine the trip changes with where the host runs the virtual
+# CPUs (here 0.07 us in one minute and 0.30 in another), and every small
+# cell with it; the tables give its median and range per graph.
 #
 # Environment (defaults in brackets):
 #   NBR_GRAPHS     graphs of bench/nbr_graph.h [er:0.5 stencil2d stencil4d hotspot]
@@ -39,7 +46,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib/stats.sh
-. bench/lib/stats.sh	# med, ratio, human, fmt
+. bench/lib/stats.sh	# med, ratio, human, fmt, awk_median
 
 usage() {
 	echo "usage: bench/neighbor.sh [ROUNDS]" >&2
@@ -112,7 +119,7 @@ mpich() {
 # ------------------------------------------------------------ build
 have() { command -v "$1" >/dev/null 2>&1; }
 series=(coopmpi coopstatic) skipped=()
-targets=(bin/neighbor)
+targets=(bin/neighbor bin/limits)
 if have mpicc.openmpi && have mpirun.openmpi; then
 	series+=(openmpi) targets+=(bin/mpi_neighbor.openmpi)
 else
@@ -178,10 +185,19 @@ run() {
 	printf '%s (%ds)\n' "$( ((rc)) && echo "ok, WRONG DATA" || echo ok)" $((SECONDS - t0)) >&2
 }
 
+# line_trip ROUND N GRAPH: the trip before this graph's runs, to line.csv
+line_trip() {
+	local us
+	us=$("$bindir/limits" -m line -r 3 | awk '$1 == "line" { print $2 }')
+	[[ -e $out/line.csv ]] || echo "round,ranks,graph,trip_us" >"$out/line.csv"
+	echo "$1,$2,$3,${us:-NA}" >>"$out/line.csv"
+}
+
 for ((r = 1; r <= rounds; r++)); do
 	fresh_copies "$r"
 	for n in "${ranks[@]}"; do
 		for g in "${graphs[@]}"; do
+			line_trip "$r" "$n" "$g"
 			for s in "${series[@]}"; do
 				run "$r" "$n" "$g" "$s"
 			done
@@ -209,6 +225,18 @@ check() {
 		}' "$out/$1.csv"
 }
 
+# trips N GRAPH: "0.071 us (0.070-0.301)", the line trips before its runs
+trips() {
+	awk -F, -v n="$1" -v g="$2" "$awk_median"'
+		FNR > 1 && $2 == n && $3 == g && $4 != "NA" {
+			v[++k] = $4
+			if (k == 1 || $4 < lo) lo = $4
+			if (k == 1 || $4 > hi) hi = $4
+		}
+		END { if (k) printf "%.3f us (%.3f-%.3f)\n", median(v, k), lo, hi; else print "NA" }' \
+		"$out/line.csv" 2>/dev/null || echo NA
+}
+
 # shape CSV: "stencil2d:2x2, 16 edges" from the runs' notes
 shape() {
 	awk '$2 == "graph" { print $3 ", " $7 " edges"; exit }' "$out/$1.notes" 2>/dev/null || true
@@ -223,12 +251,13 @@ summary() {
 	echo "us: per call, max over ranks of the mean; median over $rounds round(s)."
 	echo "coop/ompi, coop/mpich: < 1 means coop is faster (median of per-round ratios)."
 	echo "data: every rank's received blocks checked, and the three programs' digests compared."
+	echo "a line's trip: one-way, CPU 0 to 1, before the graph's runs (bench/bin/limits -m line): median (range) over rounds."
 	for g in "${graphs[@]}"; do
 		echo
 		echo "## $g"
 		echo
 		for n in "${ranks[@]}"; do
-			echo "- $n ranks: $(shape "$(gname "$g")_n$n")"
+			echo "- $n ranks: $(shape "$(gname "$g")_n$n"); a line's trip $(trips "$n" "$g")"
 		done
 		echo
 		echo "| ranks | size | coop us | static us | ompi us | mpich us | coop/ompi | coop/mpich | static/ompi | static/mpich | data |"
