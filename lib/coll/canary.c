@@ -129,21 +129,15 @@ static uint64_t buf_index(const struct nbr_plan *p, uint32_t x,
 static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 			      uint64_t call)
 {
-	return (unsigned char *)slot_of(p, x) +
-	       coop_nbr_slot_hdr(p->slots, x) +
-	       buf_index(p, x, call) * coop_nbr_buf_stride(p->slots, x) +
-	       p->slots->cap[x];
+	return p->slots->at[x].end0 +
+	       buf_index(p, x, call) * coop_nbr_buf_stride(p->slots, x);
 }
 
 /* call's entry of x's open packed slot: after the buffers */
 static uint64_t *entry_of(const struct nbr_plan *p, uint32_t x,
 			  uint64_t call)
 {
-	const struct nbr_slots *s = p->slots;
-
-	return (uint64_t *)(void *)((unsigned char *)slot_of(p, x) +
-				    coop_nbr_slot_hdr(s, x) +
-				    s->grp[x].bufs * coop_nbr_buf_stride(s, x) +
+	return (uint64_t *)(void *)(p->slots->at[x].entry0 +
 				    (call & (SLOT_ENTRIES - 1)) * SLOT_ENTRY);
 }
 

@@ -193,6 +193,10 @@ struct nbr_slots {
 	uint64_t *off;		/* [nxf] offset in the receiver's window */
 	unsigned char **base;	/* [nxf] the slot, where its window is
 				 * mapped here (NULL: not) */
+	struct slot_at {	/* [nxf] where mapped here, of the slot: */
+		unsigned char *end0;	/* its buffer 0's end */
+		unsigned char *entry0;	/* its entries (open packed) */
+	} *at;			/* (canary.c's addresses, per call) */
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
 				 * (64-byte multiple, or 8, 16 or 32 in a
 				 * packed slot); 0: no slot */

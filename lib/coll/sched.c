@@ -305,14 +305,16 @@ static int flat_plan(struct nbr_inst *in)
 
 /* Take what can go of a flat call; finish it when nothing is left
  * (an open slot's message may still be on its way: then its request
- * finishes it).  The slots' lines are asked for first: their cache
- * misses overlap. */
+ * finishes it).  With several vertices pending the slots' lines are
+ * asked for first, so their cache misses overlap; one vertex's prefetch
+ * only delays it (one edge, plain calls of 8 / 64 B: 0.170 / 0.297 ->
+ * 0.152 / 0.275 us per call without it). */
 static int flat_poll(struct nbr_inst *in)
 {
 	uint32_t i, j = 0;
 	int rc, n = 0, msgs = 0, send_waits = 0;
 
-	for (i = 0; i < in->npend; i++) {
+	for (i = 0; in->npend > 1 && i < in->npend; i++) {
 		const struct nbr_vertex *vx = &in->p->v[in->pend[i]];
 
 		if (vx->mate == UINT32_MAX)

@@ -92,6 +92,7 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 {
 	s->off = calloc(nxf + 1, sizeof(*s->off));
 	s->base = calloc(nxf + 1, sizeof(*s->base));
+	s->at = calloc(nxf + 1, sizeof(*s->at));
 	s->cap = calloc(nxf + 1, sizeof(*s->cap));
 	s->pos = calloc(nxf + 1, sizeof(*s->pos));
 	s->next = calloc(nxf + 1, sizeof(*s->next));
@@ -99,7 +100,7 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
 	s->grp = calloc(nxf + 1, sizeof(*s->grp));
-	return s->off && s->base && s->cap && s->pos && s->next && s->collided &&
+	return s->off && s->base && s->at && s->cap && s->pos && s->next && s->collided &&
 	       s->order && s->first && s->grp ? 0 : -1;
 }
 
@@ -109,6 +110,7 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 		return;
 	free(s->off);
 	free(s->base);
+	free(s->at);
 	free(s->cap);
 	free(s->pos);
 	free(s->next);
@@ -358,19 +360,28 @@ static uint64_t win_check(const void *hdr, uint64_t size, const void *arg)
 	       w->bytes : 0;
 }
 
-/* Each slot's address where its receiver's window is mapped here. */
+/* Each slot's address where its receiver's window is mapped here, and
+ * where its buffer 0 ends and its entries begin. */
 static void slots_bind(struct coop_topo *t)
 {
 	uint32_t x;
 	int op;
 
 	for (op = 0; op < NBR_OPS; op++) {
-		struct nbr_plan *p = t->plan[op];
+		struct nbr_slots *s = t->plan[op]->slots;
 
-		for (x = 0; x < p->nxf; x++)
-			if (p->slots->cap[x] && t->win[p->xf[x].to])
-				p->slots->base[x] = t->win[p->xf[x].to] +
-						    p->slots->off[x];
+		for (x = 0; x < t->plan[op]->nxf; x++) {
+			unsigned char *b, *bufs;
+
+			if (!s->cap[x] || !t->win[t->plan[op]->xf[x].to])
+				continue;
+			b = t->win[t->plan[op]->xf[x].to] + s->off[x];
+			bufs = b + coop_nbr_slot_hdr(s, x);
+			s->base[x] = b;
+			s->at[x].end0 = bufs + s->cap[x];
+			s->at[x].entry0 = bufs + s->grp[x].bufs *
+						 coop_nbr_buf_stride(s, x);
+		}
 	}
 }
 
