@@ -88,7 +88,8 @@ static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
 
 	if (!t || (mode != BLOCKING && !req))
 		return COOP_ERR_ARG;
-	rc = coop_nbr_call(t, a, &r, mode == PERSISTENT);
+	rc = mode == BLOCKING ? coop_nbr_call_blocking(t, a, &r) :
+				coop_nbr_call(t, a, &r, mode == PERSISTENT);
 	if (rc)
 		return rc;
 	if (mode != BLOCKING) {

@@ -80,6 +80,7 @@ struct coop_topo {
 	char win_name[96];
 	struct nbr_sizes sizes[NBR_OPS];
 	struct nbr_inst *spare[NBR_OPS];	/* for the next call (sched.c) */
+	struct coop_request *blocking[NBR_OPS];	/* blocking calls' (nbr.c) */
 };
 
 /* ---------------- plans (plan.c, balance.c, color.c) ---------------- */
@@ -392,6 +393,9 @@ COOP_HIDDEN int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 COOP_HIDDEN void coop_coll_spares_free(struct coop_topo *t);
 /* (Re)start collective request r: COOP error. */
 COOP_HIDDEN int coop_coll_start(struct coop_request *r);
+/* Start inactive collective request r of a's op over a's buffers. */
+COOP_HIDDEN int coop_coll_start_with(struct coop_request *r,
+				     const struct nbr_args *a);
 
 /* ---------------- entry points (nbr.c, topo.c) ---------------- */
 
@@ -404,9 +408,17 @@ COOP_HIDDEN int coop_topo_create_locked(struct coop_context *ctx,
 					const uint64_t *dw, unsigned hints,
 					struct coop_topo **out);
 COOP_HIDDEN int coop_topo_free_locked(struct coop_topo *t);
-/* A collective call: blocking (req NULL), nonblocking, or persistent. */
+/* A collective call, nonblocking or persistent: *req its request. */
 COOP_HIDDEN int coop_nbr_call(struct coop_topo *t, const struct nbr_args *a,
 			      coop_request_t **req, int persistent);
+/* A blocking call started: *req its request, to wait for; then it stays
+ * t's (free it with coop_nbr_blocking_free). */
+COOP_HIDDEN int coop_nbr_call_blocking(struct coop_topo *t,
+				       const struct nbr_args *a,
+				       coop_request_t **req);
+/* Free the requests t keeps for blocking calls, unless t has another
+ * request or one of them runs (COOP_ERR_STATE): COOP error. */
+COOP_HIDDEN int coop_nbr_blocking_free(struct coop_topo *t);
 COOP_HIDDEN void coop_topo_info_fill(const struct coop_topo *t,
 				     coop_topo_info_t *info);
 

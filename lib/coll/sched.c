@@ -766,6 +766,14 @@ int coop_coll_start(struct coop_request *r)
 	return COOP_SUCCESS;
 }
 
+int coop_coll_start_with(struct coop_request *r, const struct nbr_args *a)
+{
+	struct nbr_inst *in = r->owner_data;
+
+	in->a = *a;
+	return coop_coll_start(r);
+}
+
 int coop_coll_layer_init(struct coop_context *ctx)
 {
 	ctx->coll = calloc(1, sizeof(*ctx->coll));

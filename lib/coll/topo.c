@@ -433,7 +433,7 @@ int coop_topo_free_locked(struct coop_topo *t)
 {
 	int op;
 
-	if (t->nreqs)
+	if (coop_nbr_blocking_free(t))
 		return COOP_ERR_STATE;	/* a request still runs or may */
 	coop_nbr_slots_fini(t);
 	coop_coll_spares_free(t);

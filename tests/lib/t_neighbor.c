@@ -1365,16 +1365,28 @@ static void bad_calls(struct rk *k)
 		 "allgatherv_init: NULL displacements");
 }
 
-/* Free refused while a nonblocking collective of the topology is active;
- * a persistent one started twice. */
+/* A blocking call of c's, checked. */
+static void blocking_call(struct call *c, struct rk *k)
+{
+	call_fill(c, k);
+	T_OK(call_post(c, k->topo, M_BLOCK, NULL));
+	call_check(c, k);
+}
+
+/* Free refused while a nonblocking collective of the topology is active
+ * (blocking calls of the op before and after it: the request the
+ * topology keeps for them outlives the refusal); a persistent one
+ * started twice. */
 static void busy_free(struct rk *k)
 {
 	coop_request_t *req = NULL;
-	struct call c;
+	struct call c, small;
 	int rc;
 
 	snprintf(k->what, sizeof(k->what), "active at free");
 	call_setup(&c, k, OP_A2A, MIB);
+	call_setup(&small, k, OP_A2A, 8);
+	blocking_call(&small, k);
 	call_fill(&c, k);
 	T_OK(call_post(&c, k->topo, M_NONBLOCK, &req));
 	rc = coop_topo_free(&k->topo);
@@ -1382,6 +1394,9 @@ static void busy_free(struct rk *k)
 		 coop_strerror(rc));
 	complete(k, &req, 0);
 	call_check(&c, k);
+	blocking_call(&small, k);
+	blocking_call(&c, k);
+	call_free(&small);
 	call_free(&c);
 
 	snprintf(k->what, sizeof(k->what), "persistent started twice");
