@@ -133,7 +133,7 @@ static int add_pack(struct bal *s, int m, int h, const uint32_t *moved,
 	    coop_coll_grow((void **)&b->blk, &b->capblk, b->nblk + nblk,
 		 sizeof(*b->blk)))
 		return -1;
-	b->xf[b->nxf] = (struct nbr_xfer){ m, h, b->nblk, nblk, 0, 0 };
+	b->xf[b->nxf] = (struct nbr_xfer){ m, h, b->nblk, nblk, 0, 0, 0 };
 	for (k = 0; k < nmoved; k++)
 		for (j = 0; j < b->xf[moved[k]].nblk; j++)
 			b->blk[b->nblk++] = b->blk[b->xf[moved[k]].blk0 + j];

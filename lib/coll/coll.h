@@ -122,6 +122,10 @@ struct nbr_xfer {
 	uint32_t blk0, nblk;	/* blocks: blk[blk0 .. +nblk), edge ids */
 	uint32_t color;
 	int sender_idle;	/* from receives nothing from another rank */
+	int receiver_copies;	/* from takes part in more than twice as
+				 * many transfers as to: with ranks
+				 * sharing CPUs, to copies the message
+				 * (else from: select.c) */
 };
 
 /* A plan's slots (the whole graph's; slots.c): static ones, or open

@@ -273,19 +273,33 @@ static int build_dag(const struct coop_topo *t, struct nbr_plan *p)
 	return rc;
 }
 
-/* Which transfers come from a rank that receives nothing (from another
- * rank) in the call: -1 when out of memory. */
-static int mark_idle_senders(struct nbr_xfer *xf, uint32_t n, int nranks)
+/* Each transfer's roles by what its ranks do in the call: does its
+ * sender receive nothing from another rank (sender_idle), and does it
+ * take part in more than twice as many transfers as its receiver (a hot
+ * spot's centre: receiver_copies)?  -1 when out of memory. */
+static int mark_roles(struct nbr_xfer *xf, uint32_t n, int nranks)
 {
-	uint32_t *recvs = calloc((size_t)nranks, sizeof(*recvs)), i;
+	uint32_t *recvs = calloc((size_t)nranks, sizeof(*recvs));
+	uint32_t *part = calloc((size_t)nranks, sizeof(*part)), i;
 
-	if (!recvs)
+	if (!recvs || !part) {
+		free(recvs);
+		free(part);
 		return -1;
-	for (i = 0; i < n; i++)
-		recvs[xf[i].to] += xf[i].from != xf[i].to;
-	for (i = 0; i < n; i++)
+	}
+	for (i = 0; i < n; i++) {
+		int other = xf[i].from != xf[i].to;
+
+		recvs[xf[i].to] += other;
+		part[xf[i].to] += other;
+		part[xf[i].from] += other;
+	}
+	for (i = 0; i < n; i++) {
 		xf[i].sender_idle = !recvs[xf[i].from];
+		xf[i].receiver_copies = part[xf[i].from] > 2 * part[xf[i].to];
+	}
 	free(recvs);
+	free(part);
 	return 0;
 }
 
@@ -304,7 +318,7 @@ static int build_xfers(const struct coop_topo *t, struct nbr_plan *p)
 		goto fail;
 	for (e = 0; e < g->nedges; e++) {
 		bal.xf[e] = (struct nbr_xfer){ g->from[e], g->to[e], e, 1, 0,
-						0 };
+						0, 0 };
 		bal.blk[e] = e;
 	}
 	bal.nxf = bal.nblk = g->nedges;
@@ -316,7 +330,7 @@ static int build_xfers(const struct coop_topo *t, struct nbr_plan *p)
 		goto fail;
 	p->ncolors = bal.nxf ? coop_nbr_color(bal.xf, bal.nxf, g->n) : 0;
 	if ((bal.nxf && !p->ncolors) ||
-	    mark_idle_senders(bal.xf, bal.nxf, g->n))
+	    mark_roles(bal.xf, bal.nxf, g->n))
 		goto fail;
 	p->xf = bal.xf;
 	p->nxf = bal.nxf;

@@ -486,7 +486,9 @@ static int msg_child(struct nbr_inst *in, uint32_t v)
 	if (len > eager_max(ctx))
 		r->flags |= REQ_F_SINGLE_COPY |
 			    (in->p->xf[vx->xfer].sender_idle ?
-			     REQ_F_SENDER_IDLE : 0);
+			     REQ_F_SENDER_IDLE : 0) |
+			    (in->p->xf[vx->xfer].receiver_copies ?
+			     REQ_F_RECEIVER_COPIES : 0);
 	r->complete_cb = child_done;
 	r->owner_data = &in->refs[v];
 	coop_req_activate(r);

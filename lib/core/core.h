@@ -47,10 +47,13 @@ enum { REQ_SEND = 1, REQ_RECV = 2, REQ_XFER = 3, REQ_COLL = 4 };
  * that goes by rendezvous whatever COOP_EAGER_MAX says (a collective's,
  * where a bounce copy costs more than a handshake); a collective's
  * receive whose sender has no receive of its own in the call, so its
- * CPU would only wait (it may take a share of the copy). */
+ * CPU would only wait (it may take a share of the copy); one whose
+ * receiver copies when ranks share CPUs (its sender takes part in more
+ * than twice as many of the call's transfers: protocols/select.c). */
 #define REQ_F_BUFFERED_INNER	(1u << 31)
 #define REQ_F_SINGLE_COPY	(1u << 30)
 #define REQ_F_SENDER_IDLE	(1u << 29)
+#define REQ_F_RECEIVER_COPIES	(1u << 28)
 
 /* Events a request still waits for (req->pending). */
 #define EV_LOCAL	0x01	/* our copy / fragment pushing not done */
@@ -592,12 +595,6 @@ COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
  * sender's load ls and the receiver's lr (0..n). */
 COOP_HIDDEN uint64_t coop_load_level_share(uint64_t ls, uint64_t lr,
 					   uint64_t n);
-/* One copier of n bytes on a node with more ranks than CPUs: does the
- * sender take it (the receiver's load more than COOP_LOAD_HANDOFF_MSGS
- * messages above its own)? */
-#define COOP_LOAD_HANDOFF_MSGS 2
-COOP_HIDDEN int coop_load_sender_copies(uint64_t ls, uint64_t lr,
-					  uint64_t n);
 /* Are the node's offload engines busy (COOP_OFFLOAD_BUSY)? */
 COOP_HIDDEN int coop_load_offload_busy(const struct coop_context *ctx);
 

@@ -77,11 +77,6 @@ uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n)
 	return x >= (double)n ? n : (uint64_t)x;
 }
 
-int coop_load_sender_copies(uint64_t ls, uint64_t lr, uint64_t n)
-{
-	return lr > ls && (lr - ls - 1) / COOP_LOAD_HANDOFF_MSGS >= n;
-}
-
 uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)
 {
 	uint64_t lo = n / COOP_LOAD_SPLIT_PARTS;

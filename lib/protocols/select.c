@@ -50,15 +50,21 @@
  * sender receives nothing in the call (REQ_F_SENDER_IDLE): that CPU
  * would only wait, so the copy is split by load as when both block
  * (the one edge streaming one way, 2 ranks, 1 MiB: 84.6 -> 41.4 us).
- * Oversubscribed, too, the receiver copies (RGET: one handshake fewer
- * than RPUT, so one context switch fewer per message) unless its load
- * is more than COOP_LOAD_HANDOFF_MSGS messages above the sender's: that
- * keeps a hot spot's copies off its centre (8 ranks, 1 MiB: RGET alone
- * 1.23x the time), while ranks whose loads differ by noise (a stencil's)
- * keep one protocol.  4 and 8 ranks on 2 CPUs, 64 KiB-1 MiB, stencils, random
- * graphs, hot spot: 0.75-1.04x the time of the rule it replaced (RPUT
- * unless the receiver was a message lighter; 64 KiB hot spot, 4 ranks:
- * 37.9 -> 28.0 us).
+ * Oversubscribed, one side copies, by the plan: the sender (RPUT),
+ * unless it takes part in more than twice as many of the call's
+ * transfers as the receiver (REQ_F_RECEIVER_COPIES: RGET), so a hot
+ * spot's centre copies nothing.  Measured with 4 and 8 ranks on 2 CPUs
+ * (plain calls, 3 rounds): at 1 MiB RPUT everywhere took 0.6-0.9x the
+ * time of RGET everywhere on stencils and random graphs (stencil2d on 4
+ * ranks: 1.13 against 1.52 ms), though RGET saves a handshake; on a hot
+ * spot of 8 either alone is slower (its centre copies).  The rule before
+ * - RGET unless the receiver's load was two messages above the sender's
+ * - mixed the two by load noise and took longer than either (stencil4d
+ * on 8 ranks, 1 MiB: 5.9-6.3 ms; RGET 5.5-5.8, RPUT 4.2-4.4, this rule
+ * 4.3-5.4).  Hot spot of 8, 64 KiB / 1 MiB: 134 / 1490 -> 120 / 1220
+ * us; of 4 at 1 MiB 0.40-0.43 -> 0.45-0.46 ms (Open MPI 0.50).  A ratio
+ * of 1 or 3 instead of 2 was slower on A(4, 0.5) or on the hot spot of
+ * 4.
  * The loads and why they carry a history: core/load.c.
  */
 #include "proto.h"
@@ -146,15 +152,11 @@ static enum coop_proto single_copy(struct coop_request *r, int src,
 				   uint64_t n, uint64_t *split)
 {
 	struct coop_context *ctx = r->ctx;
-	uint64_t now;
 
 	if (ctx->undersubscribed)
 		return r->flags & REQ_F_SENDER_IDLE ?
 		       by_load(ctx, src, n, 1, split) : PROTO_RGET;
-	now = coop_now_ns();
-	return coop_load_sender_copies(coop_load_score(ctx, src, now),
-				       coop_load_score(ctx, ctx->rank, now),
-				       n) ? PROTO_RPUT : PROTO_RGET;
+	return r->flags & REQ_F_RECEIVER_COPIES ? PROTO_RGET : PROTO_RPUT;
 }
 
 enum coop_proto coop_select(struct coop_request *r,

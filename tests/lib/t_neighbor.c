@@ -444,6 +444,14 @@ static void complete(struct rk *k, coop_request_t **req, int persistent)
 		 "%s: request after the wait", k->what);
 }
 
+/* A blocking call of c's, checked. */
+static void blocking_call(struct call *c, struct rk *k)
+{
+	call_fill(c, k);
+	T_OK(call_post(c, k->topo, M_BLOCK, NULL));
+	call_check(c, k);
+}
+
 /* One collective in one mode (persistent: ITERS starts). */
 static void run_call(struct rk *k, int op, int mode, size_t bytes)
 {
@@ -1236,6 +1244,72 @@ START_TEST(test_exact_hotspot_shared)
 }
 END_TEST
 
+/*
+ * Who copies a collective's large block when ranks share CPUs: its
+ * sender (RPUT), unless the sender takes part in more than twice as many
+ * transfers as the receiver (RGET).  The ranks on one CPU, COPIER_CALLS
+ * alltoalls of 256 KiB blocks, the blocks each rank copied counted by
+ * coop_stats_t.copy_bytes: on a ring of 4 one each; on a hot spot of 3
+ * one way (its centre in 2 transfers, the others in 1) the centre both;
+ * on a hot spot of 4 both ways (6 against 2) the centre none and the
+ * others both of theirs.
+ */
+enum { COPIER_CALLS = 3, COPIER_BYTES = 256 << 10 };
+
+struct copier_case {
+	struct gspec g;
+	int centre, others;	/* blocks each copies per call */
+};
+
+static const struct copier_case copier_cases[] = {
+	{ { .kind = G_RING, .n = 4 }, 1, 1 },
+	{ { .kind = G_HOT, .n = 3 }, 2, 0 },
+	{ { .kind = G_HOT, .n = 4, .back = 1 }, 0, 2 },
+};
+
+static const char *const env_copier[] = { "COOP_RNDV=auto",
+					  "COOP_STRIPE_RATIO=0", NULL };
+
+static int copier_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	const struct copier_case *cc = arg;
+	uint64_t want = (uint64_t)(rank ? cc->others : cc->centre) *
+			COPIER_CALLS * COPIER_BYTES;
+	coop_stats_t st;
+	struct call c;
+	struct rk k;
+	int i;
+
+	(void)size;
+	rk_init(&k, ctx, rank, &cc->g);
+	T_OK(topo_make(&k, COMM_BASE, 0));
+	call_setup(&c, &k, OP_A2A, COPIER_BYTES);
+	T_OK(coop_reset_stats(ctx));
+	for (i = 0; i < COPIER_CALLS; i++) {
+		snprintf(k.what, sizeof(k.what), "copier call %d", i);
+		blocking_call(&c, &k);
+	}
+	T_OK(coop_get_stats(ctx, &st));
+	T_ASSERT(st.copy_bytes == want, "case %td, rank %d copied %" PRIu64
+		 " bytes, not %" PRIu64, cc - copier_cases, rank,
+		 st.copy_bytes, want);
+	call_free(&c);
+	topo_done(&k);
+	return 0;
+}
+
+START_TEST(test_copier)
+{
+	const struct copier_case *cc = &copier_cases[_i];
+	cpu_set_t set;
+
+	ck_assert_int_eq(t_pin_first_cpu(&set), 0);
+	ck_assert_int_eq(run_ranks(cc->g.n, env_copier, copier_rank,
+				   (void *)cc, 60, NULL), 0);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+END_TEST
+
 /* A(4, 0.7) with EXACT_BYTES: uniform weights of 8 and 64 B (every op),
  * and a weight per edge (alltoallv, zero-byte edges among them). */
 START_TEST(test_exact_er)
@@ -1363,14 +1437,6 @@ static void bad_calls(struct rk *k)
 	T_ASSERT(coop_neighbor_allgatherv_init(k->topo, b, 8, b, one, NULL,
 					       &req) == COOP_ERR_ARG && !req,
 		 "allgatherv_init: NULL displacements");
-}
-
-/* A blocking call of c's, checked. */
-static void blocking_call(struct call *c, struct rk *k)
-{
-	call_fill(c, k);
-	T_OK(call_post(c, k->topo, M_BLOCK, NULL));
-	call_check(c, k);
 }
 
 /* Free refused while a nonblocking collective of the topology is active
@@ -2182,6 +2248,9 @@ TCase *tc_neighbor(void)
 	tcase_add_test(tc, test_flood_bounded);
 	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
 	tcase_add_loop_test(tc, test_exact_hotspot_shared, 0, 2);
+	tcase_add_loop_test(tc, test_copier, 0,
+			    (int)(sizeof(copier_cases) /
+				  sizeof(copier_cases[0])));
 	tcase_add_loop_test(tc, test_exact_er, 0, 3);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_peer_death);

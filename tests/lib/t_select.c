@@ -23,7 +23,6 @@
 
 /* core/load.c's rules (hidden symbols of the library) */
 uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n);
-int coop_load_sender_copies(uint64_t ls, uint64_t lr, uint64_t n);
 
 /* Table II and the CPU load rules: no striping onto an engine (kmod in
  * the VM) */
@@ -313,18 +312,6 @@ START_TEST(test_level_rule)
 	ck_assert_uint_eq(coop_load_level_share(5 * n, 0, n), n);	/* RGET */
 	ck_assert_uint_eq(coop_load_level_share(0, 5 * n, n), 0);	/* RPUT */
 	ck_assert_uint_eq(coop_load_level_share(7 * n, 7 * n, n), n / 2);
-	/* a collective's message, oversubscribed: the receiver copies
-	 * unless its load is more than two messages above the sender's */
-	ck_assert(!coop_load_sender_copies(0, 0, n));
-	ck_assert(!coop_load_sender_copies(3 * n, 3 * n, n));
-	ck_assert(!coop_load_sender_copies(0, 2 * n, n));
-	ck_assert(coop_load_sender_copies(0, 2 * n + 1, n));
-	ck_assert(!coop_load_sender_copies(n, 3 * n, n));
-	ck_assert(coop_load_sender_copies(0, 3 * n, n));
-	ck_assert(coop_load_sender_copies(2 * n, 7 * n, n));
-	ck_assert(!coop_load_sender_copies(5 * n, 0, n));
-	ck_assert(!coop_load_sender_copies(UINT64_MAX, 0, n));
-	ck_assert(coop_load_sender_copies(0, UINT64_MAX, n));
 }
 END_TEST
 
