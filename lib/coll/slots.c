@@ -100,8 +100,8 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
 	s->grp = calloc(nxf + 1, sizeof(*s->grp));
-	return s->off && s->base && s->at && s->cap && s->pos && s->next && s->collided &&
-	       s->order && s->first && s->grp ? 0 : -1;
+	return s->off && s->base && s->at && s->cap && s->pos && s->next &&
+	       s->collided && s->order && s->first && s->grp ? 0 : -1;
 }
 
 void coop_nbr_slots_free(struct nbr_slots *s)
@@ -360,28 +360,28 @@ static uint64_t win_check(const void *hdr, uint64_t size, const void *arg)
 	       w->bytes : 0;
 }
 
-/* Each slot's address where its receiver's window is mapped here, and
- * where its buffer 0 ends and its entries begin. */
+/* x's slot where its receiver's window is mapped here (win), and where
+ * its buffer 0 ends and its entries begin. */
+static void slot_bind(struct nbr_slots *s, uint32_t x, unsigned char *win)
+{
+	unsigned char *bufs = win + s->off[x] + coop_nbr_slot_hdr(s, x);
+
+	s->base[x] = win + s->off[x];
+	s->at[x].end0 = bufs + s->cap[x];
+	s->at[x].entry0 = bufs + s->grp[x].bufs * coop_nbr_buf_stride(s, x);
+}
+
 static void slots_bind(struct coop_topo *t)
 {
 	uint32_t x;
 	int op;
 
 	for (op = 0; op < NBR_OPS; op++) {
-		struct nbr_slots *s = t->plan[op]->slots;
+		struct nbr_plan *p = t->plan[op];
 
-		for (x = 0; x < t->plan[op]->nxf; x++) {
-			unsigned char *b, *bufs;
-
-			if (!s->cap[x] || !t->win[t->plan[op]->xf[x].to])
-				continue;
-			b = t->win[t->plan[op]->xf[x].to] + s->off[x];
-			bufs = b + coop_nbr_slot_hdr(s, x);
-			s->base[x] = b;
-			s->at[x].end0 = bufs + s->cap[x];
-			s->at[x].entry0 = bufs + s->grp[x].bufs *
-						 coop_nbr_buf_stride(s, x);
-		}
+		for (x = 0; x < p->nxf; x++)
+			if (p->slots->cap[x] && t->win[p->xf[x].to])
+				slot_bind(p->slots, x, t->win[p->xf[x].to]);
 	}
 }
 
