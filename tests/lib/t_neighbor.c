@@ -1897,6 +1897,46 @@ static const struct static_case static_cases[] = {
 	  EX, W_EDGE, 100, env_tree2, -1 },
 };
 
+/*
+ * A 2x1 stencil on 2 ranks: each sends the other two blocks of exact
+ * size, which share a slot - when the ranks share CPUs, or when both fit
+ * a line (8 and 32 B, not 33 or 64); data right in every mode.
+ */
+static int group_line_rank(coop_context_t *ctx, int rank, int size,
+			   void *arg)
+{
+	const struct gspec g = { .kind = G_CART, .n = 2, .ndims = 2,
+				 .dims = { 2, 1 }, .name = "stencil 2x1" };
+	static const size_t lens[] = { 8, 32, 33, 64 };
+	int shared = sysconf(_SC_NPROCESSORS_ONLN) < size, l, mode, want;
+	coop_topo_info_t in;
+	struct rk k;
+
+	(void)arg;
+	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
+		rk_init(&k, ctx, rank, &g);
+		k.wmode = W_UNIFORM;
+		k.wbytes = lens[l];
+		T_OK(topo_make(&k, COMM_BASE, EX));
+		T_OK(coop_topo_get_info(k.topo, &in));
+		want = shared || 2 * lens[l] <= 64 ? 2 : 0;
+		T_ASSERT(in.grouped[COOP_NBR_ALLTOALL] == want,
+			 "%zu B: %d grouped, want %d", lens[l],
+			 in.grouped[COOP_NBR_ALLTOALL], want);
+		for (mode = 0; mode < NMODES; mode++)
+			run_call(&k, OP_A2A, mode, lens[l]);
+		topo_done(&k);
+	}
+	return 0;
+}
+
+START_TEST(test_group_line)
+{
+	ck_assert_int_eq(run_ranks(2, env_direct, group_line_rank, NULL, 60,
+				   NULL), 0);
+}
+END_TEST
+
 /* Every op and mode through the slots (1 B .. COOP_NEIGHBOR_SLOT_MAX)
  * and past them, with direct RTR, a binary tree and a chain, with
  * duplicate and self edges, balanced (EXACT_BYTES hot spot) and with a
@@ -2006,23 +2046,28 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	struct rk k;
 	int l, op, n, a2a;
 
-	(void)size;
 	rk_init(&k, ctx, rank, cc->g);
 	k.wmode = cc->grouped ? W_UNIFORM : W_NONE;
 	for (l = 0; l < (int)(sizeof(lens) / sizeof(lens[0])); l++) {
+		/* a neighbour's two blocks share a slot: with a CPU per rank
+		 * only when both fit a line */
+		int grouped = cc->grouped &&
+			      (sysconf(_SC_NPROCESSORS_ONLN) < size ||
+			       2 * lens[l] <= 64);
+
 		k.wbytes = lens[l];
 		T_OK(topo_make(&k, COMM_BASE, cc->open ? 0 :
 			       COOP_TOPO_STATIC_BUFFERS |
 			       (cc->grouped ? COOP_TOPO_EXACT_BYTES : 0)));
 		T_OK(coop_topo_get_info(k.topo, &in));
-		T_ASSERT(in.grouped[0] == (cc->grouped ? 4 : 0) &&
+		T_ASSERT(in.grouped[0] == (grouped ? 4 : 0) &&
 			 in.grouped[1] == in.grouped[0],
 			 "%zu B: grouped %d %d", lens[l], in.grouped[0],
 			 in.grouped[1]);
 		flags[0] = flags[1] = 0;
 		for (n = 0; n < (int)CANARY_CALLS; n++)
 			for (op = OP_AG; op <= OP_A2A; op += OP_A2A)
-				canary_call(&k, op, lens[l], cc->grouped,
+				canary_call(&k, op, lens[l], grouped,
 					    &flags[op == OP_A2A]);
 		T_OK(coop_topo_get_info(k.topo, &in));
 		for (a2a = 0; a2a < 2; a2a++) {
@@ -2047,9 +2092,9 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
  * of 8 B or more whose last 8 bytes are the canary, every message
  * through its slot.  Direct RTR and a binary tree; a stencil (every
  * neighbour twice, self edges), direct; the stencil again with exact
- * sizes, so each neighbour's two blocks share a slot: one flag per
- * group (its leader's), none for the block before it, which ends in
- * the canary's bytes too.  Plain calls (open slots, whose data ends at
+ * sizes, so each neighbour's two blocks share a slot (with a CPU per
+ * rank only while both fit a line): one flag per group (its leader's),
+ * none for the block before it, which ends in the canary's bytes too.  Plain calls (open slots, whose data ends at
  * the canary word too), direct and a binary tree. */
 START_TEST(test_canary)
 {
@@ -2248,6 +2293,7 @@ TCase *tc_neighbor(void)
 	tcase_add_test(tc, test_flood_bounded);
 	tcase_add_loop_test(tc, test_exact_hotspot, 0, 4);
 	tcase_add_loop_test(tc, test_exact_hotspot_shared, 0, 2);
+	tcase_add_test(tc, test_group_line);
 	tcase_add_loop_test(tc, test_copier, 0,
 			    (int)(sizeof(copier_cases) /
 				  sizeof(copier_cases[0])));
