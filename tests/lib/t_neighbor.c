@@ -1626,6 +1626,17 @@ END_TEST
 /* a collective's messages: single copy above COOP_NEIGHBOR_EAGER_MAX   */
 /* ------------------------------------------------------------------ */
 
+/* Do size ranks have a CPU each here (the CPUs this process may run
+ * on, as the library counts them)? */
+static int cpu_per_rank(int size)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return sysconf(_SC_NPROCESSORS_ONLN) >= size;
+	return CPU_COUNT(&set) >= size;
+}
+
 /* Receives of an alltoall of bytes by protocol, counted by the
  * context's statistics. */
 static void a2a_received(struct rk *k, size_t bytes, coop_stats_t *got)
@@ -1685,7 +1696,7 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
 	rk_init(&k, ctx, rank, &ring);
 	T_OK(topo_make(&k, COMM_BASE, 0));
 	msgs = (uint64_t)k.g.indeg[rank];
-	idle_cpus = sysconf(_SC_NPROCESSORS_ONLN) >= size;
+	idle_cpus = (uint64_t)cpu_per_rank(size);
 	eager_max = idle_cpus ? lim->own_cpus : lim->shared_cpus;
 	for (bytes = 4096; bytes <= 65536; bytes *= 4) {
 		a2a_received(&k, bytes, &st);
@@ -1908,7 +1919,7 @@ static int group_line_rank(coop_context_t *ctx, int rank, int size,
 	const struct gspec g = { .kind = G_CART, .n = 2, .ndims = 2,
 				 .dims = { 2, 1 }, .name = "stencil 2x1" };
 	static const size_t lens[] = { 8, 32, 33, 64 };
-	int shared = sysconf(_SC_NPROCESSORS_ONLN) < size, l, mode, want;
+	int shared = !cpu_per_rank(size), l, mode, want;
 	coop_topo_info_t in;
 	struct rk k;
 
@@ -2052,7 +2063,7 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		/* a neighbour's two blocks share a slot: with a CPU per rank
 		 * only when both fit a line */
 		int grouped = cc->grouped &&
-			      (sysconf(_SC_NPROCESSORS_ONLN) < size ||
+			      (!cpu_per_rank(size) ||
 			       2 * lens[l] <= 64);
 
 		k.wbytes = lens[l];
