@@ -228,12 +228,11 @@ check() {
 # trips N GRAPH: "0.071 us (0.070-0.301)", the line trips before its runs
 trips() {
 	awk -F, -v n="$1" -v g="$2" "$awk_median"'
-		FNR > 1 && $2 == n && $3 == g && $4 != "NA" {
-			v[++k] = $4
-			if (k == 1 || $4 < lo) lo = $4
-			if (k == 1 || $4 > hi) hi = $4
-		}
-		END { if (k) printf "%.3f us (%.3f-%.3f)\n", median(v, k), lo, hi; else print "NA" }' \
+		FNR > 1 && $2 == n && $3 == g && $4 != "NA" { v[++k] = $4 }
+		END {	# median() sorts v: its ends are the range
+			if (k) printf "%.3f us (%.3f-%.3f)\n", median(v, k), v[1], v[k]
+			else print "NA"
+		}' \
 		"$out/line.csv" 2>/dev/null || echo NA
 }
 

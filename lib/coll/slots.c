@@ -301,14 +301,20 @@ static void slots_pack(const struct coop_topo *t, struct nbr_plan *p)
 	}
 }
 
+/* Where x's entries (an open packed slot's) begin: after its header
+ * and buffers */
+static uint64_t entries_off(const struct nbr_slots *s, uint32_t x)
+{
+	return coop_nbr_slot_hdr(s, x) +
+	       s->grp[x].bufs * coop_nbr_buf_stride(s, x);
+}
+
 /* x's slot's bytes in its receiver's window */
 static uint64_t slot_bytes(const struct nbr_slots *s, uint32_t x)
 {
 	uint64_t entries = coop_nbr_entries(s, x) ? SLOT_ENTRIES : 0;
 
-	return coop_nbr_slot_hdr(s, x) +
-	       s->grp[x].bufs * coop_nbr_buf_stride(s, x) +
-	       entries * SLOT_ENTRY;
+	return entries_off(s, x) + entries * SLOT_ENTRY;
 }
 
 /* The slots of plan p (open: open slots of at most that many bytes),
@@ -378,11 +384,9 @@ static uint64_t win_check(const void *hdr, uint64_t size, const void *arg)
  * its buffer 0 ends and its entries begin. */
 static void slot_bind(struct nbr_slots *s, uint32_t x, unsigned char *win)
 {
-	unsigned char *bufs = win + s->off[x] + coop_nbr_slot_hdr(s, x);
-
 	s->base[x] = win + s->off[x];
-	s->at[x].end0 = bufs + s->cap[x];
-	s->at[x].entry0 = bufs + s->grp[x].bufs * coop_nbr_buf_stride(s, x);
+	s->at[x].end0 = s->base[x] + coop_nbr_slot_hdr(s, x) + s->cap[x];
+	s->at[x].entry0 = s->base[x] + entries_off(s, x);
 }
 
 static void slots_bind(struct coop_topo *t)
