@@ -39,7 +39,11 @@
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
-#define OPEN_WIN_MAX	(4ull << 20)	/* open slots: a window's bytes */
+/* Open slots: a window's bytes at most.  Its pages take memory only once
+ * a call writes them, so this bounds what blocks of COOP_NEIGHBOR_SLOT_OPEN
+ * would take: 16 MiB holds 64 KiB slots (eight buffers, both ops) for 15
+ * blocks received per call - a 4-D stencil's 8 with room. */
+#define OPEN_WIN_MAX	(16ull << 20)
 #define NO_SLOTS	(-1)	/* agreed: the topology goes without */
 
 struct win_hdr {

@@ -207,13 +207,13 @@ static const struct cfg_entry table[] = {
 	  "16k", 256, GIB, NULL, 1,
 	  "COOP_NEIGHBOR_EAGER_MAX when the ranks outnumber the CPUs they "
 	  "may run on: a handshake's waits cost context switches there" },
-	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "16k", 0,
+	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "64k", 0,
 	  MIB, NULL, 1,
 	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "
 	  "messages of at most this go through static slots in the "
 	  "receiver's shared memory (canary completion, no matching), "
 	  "larger ones as point-to-point messages; 0: never" },
-	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "8k", 0,
+	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "64k", 0,
 	  64 * KIB, NULL, 1,
 	  "neighborhood collectives of topologies without "
 	  "COOP_TOPO_STATIC_BUFFERS: messages of at most this go through "

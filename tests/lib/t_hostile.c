@@ -291,10 +291,19 @@ START_TEST(test_hostile_peer)
 }
 END_TEST
 
-/* Trailers no sender writes: a length just past the slot's buffer (8 KiB
- * open slots: 8192 B fit), far past it, unknown bits, both kinds. */
+/* An open slot (lib/coll/canary.c): a 192-byte header whose third line
+ * holds its eight buffers' length words, then the 64 KiB buffers (a
+ * line apart), each ending in its canary word.  A packed one (its
+ * sender receives nothing) has sixteen buffers and then 64 entries, a
+ * trailer in each one's second word. */
+#define OPEN_HDR 192
+#define OPEN_LEN_WORDS 128
+#define OPEN_BUF 65536
+
+/* Trailers no sender writes: a length just past the slot's buffer,
+ * far past it, unknown bits, both kinds. */
 static const uint64_t bad_trailers[] = {
-	(1ull << 62) | 9000, (1ull << 62) | (1ull << 40), 0x1234ull << 48,
+	(1ull << 62) | (OPEN_BUF + 808), (1ull << 62) | (1ull << 40), 0x1234ull << 48,
 	(3ull << 61) | 8,
 };
 #define NBAD_TRAILERS ((int)(sizeof(bad_trailers) / sizeof(bad_trailers[0])))
@@ -304,15 +313,6 @@ struct slot_sync {
 	int both;		/* rank 0 sends to rank 1 too */
 	uint64_t bad;
 };
-
-/* An open slot (lib/coll/canary.c): a 192-byte header whose third line
- * holds its eight buffers' length words, then the 8 KiB buffers (a
- * line apart), each ending in its canary word.  A packed one (its
- * sender receives nothing) has sixteen buffers and then 64 entries, a
- * trailer in each one's second word. */
-#define OPEN_HDR 192
-#define OPEN_LEN_WORDS 128
-#define OPEN_BUF 8192
 
 /* The first call's trailer of each of rank 0's slots (one per op: one
  * edge) becomes bad: the first of each slot's canary words (a packed

@@ -23,7 +23,7 @@
  * on two topologies; COOP_TOPO_EXACT_BYTES (tree balancing of the hot
  * spot, sizes checked); bad arguments and graphs the ranks disagree on;
  * a neighbour killed during an alltoall.  Open slots (no hints): every
- * message has one, blocks of up to 8 KiB are written there (counted),
+ * message has one, blocks of up to 64 KiB are written there (counted),
  * twelve calls at once whose blocks change size from call to call,
  * sizes the two ends disagree on (errors as for messages, never a
  * hang), a topology whose windows would be too large, and
@@ -646,7 +646,8 @@ END_TEST
 /* open slots: topologies without STATIC_BUFFERS                        */
 /* ------------------------------------------------------------------ */
 
-#define OPEN_MAX 8192		/* COOP_NEIGHBOR_SLOT_OPEN's default */
+#define OPEN_MAX 65536		/* COOP_NEIGHBOR_SLOT_OPEN's default */
+#define OPEN_PAST (OPEN_MAX + 3808)	/* a block past an open slot */
 #define OPEN_CALLS 20		/* outstanding at once: past 16 buffers */
 #define OPEN_STREAM 40		/* blocking calls of a size in a row */
 
@@ -654,7 +655,7 @@ END_TEST
  * packed slot's entry holds up to 8 B). */
 static size_t open_size(int o, int j, int i)
 {
-	static const size_t z[] = { 5, OPEN_MAX, 0, 12000, 8, 64,
+	static const size_t z[] = { 5, OPEN_MAX, 0, OPEN_PAST, 8, 64,
 				    OPEN_MAX + 1, 9 };
 
 	return z[(o * 3 + j * 5 + i) % 8];
@@ -833,7 +834,8 @@ END_TEST
  * receiver thinks too large for it. */
 static const size_t open_bad[][2] = {
 	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 9, 8 }, { 8, 9 }, { 8, 4 },
-	{ 4, 12 }, { 12000, 8 }, { 8, 12000 }, { 10000, 12000 }, { 8, 8 },
+	{ 4, 12 }, { OPEN_PAST, 8 }, { 8, OPEN_PAST },
+	{ OPEN_PAST - 2000, OPEN_PAST }, { 8, 8 },
 };
 #define NOPEN_BAD ((int)(sizeof(open_bad) / sizeof(open_bad[0])))
 
@@ -843,7 +845,7 @@ static void open_mismatch(coop_topo_t *t, int rank, int both, int i)
 	const size_t s = open_bad[i][0], r = open_bad[i][1], d0[1] = { 0 };
 	const size_t mine[1] = { rank ? 8 : s }, theirs[1] = { rank ? r : 8 };
 	const size_t want = !rank ? (both ? 8 : 0) : s < r ? s : r;
-	unsigned char sb[12000], rb[12000 + TAIL];
+	static unsigned char sb[OPEN_PAST], rb[OPEN_PAST + TAIL];
 	int rc, expect = COOP_SUCCESS;
 
 	t_fill(sb, sizeof(sb), (uint32_t)(rank * 100 + i));
@@ -921,15 +923,15 @@ static int open_window_rank(coop_context_t *ctx, int rank, int size,
 
 	(void)size;
 	open_window(ctx, rank, 2, off ? 0 : 2, !off);
-	open_window(ctx, rank, 4, off ? 0 : 4, 0);
+	open_window(ctx, rank, 16, off ? 0 : 16, 0);
 	return 0;
 }
 
 /* COOP_NEIGHBOR_SLOT_OPEN=64k: two edges each way take windows of
  * 2 MiB (both ops' slots, eight 64 KiB buffers each), so 40000 B go
- * through them; four would take 4.2 MiB, more than open slots may, so
- * their slots have 32 KiB buffers: 30000 B go through, 40000 do not.
- * =0: no slots. */
+ * through them; sixteen would take a little over 16 MiB, more than open
+ * slots may, so their slots have 32 KiB buffers: 30000 B go through,
+ * 40000 do not.  =0: no slots. */
 START_TEST(test_open_window)
 {
 	static const char *const big[] = { "COOP_NEIGHBOR_SLOT_OPEN=64k",
