@@ -303,8 +303,8 @@ END_TEST
 /* Trailers no sender writes: a length just past the slot's buffer,
  * far past it, unknown bits, both kinds. */
 static const uint64_t bad_trailers[] = {
-	(1ull << 62) | (OPEN_BUF + 808), (1ull << 62) | (1ull << 40), 0x1234ull << 48,
-	(3ull << 61) | 8,
+	(1ull << 62) | (OPEN_BUF + 808), (1ull << 62) | (1ull << 40),
+	0x1234ull << 48, (3ull << 61) | 8,
 };
 #define NBAD_TRAILERS ((int)(sizeof(bad_trailers) / sizeof(bad_trailers[0])))
 

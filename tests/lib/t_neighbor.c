@@ -2107,8 +2107,9 @@ static int canary_rank(coop_context_t *ctx, int rank, int size, void *arg)
  * neighbour twice, self edges), direct; the stencil again with exact
  * sizes, so each neighbour's two blocks share a slot (with a CPU per
  * rank only while both fit a line): one flag per group (its leader's),
- * none for the block before it, which ends in the canary's bytes too.  Plain calls (open slots, whose data ends at
- * the canary word too), direct and a binary tree. */
+ * none for the block before it, which ends in the canary's bytes too.
+ * Plain calls (open slots, whose data ends at the canary word too),
+ * direct and a binary tree. */
 START_TEST(test_canary)
 {
 	const struct gspec er = { .kind = G_ER, .n = 4, .p = 1.0,
