@@ -121,7 +121,7 @@ static struct slot_group *group_of(const struct nbr_plan *p, uint32_t x)
 static uint64_t buf_index(const struct nbr_plan *p, uint32_t x,
 			  uint64_t call)
 {
-	return call & (p->slots->grp[x].bufs - 1);
+	return call & p->slots->at[x].buf_mask;
 }
 
 /* The byte after call's buffer: its data ends there, the canary word
@@ -129,8 +129,8 @@ static uint64_t buf_index(const struct nbr_plan *p, uint32_t x,
 static unsigned char *buf_end(const struct nbr_plan *p, uint32_t x,
 			      uint64_t call)
 {
-	return p->slots->at[x].end0 +
-	       buf_index(p, x, call) * coop_nbr_buf_stride(p->slots, x);
+	return p->slots->at[x].end0 + buf_index(p, x, call) *
+				      p->slots->at[x].stride;
 }
 
 /* call's entry of x's open packed slot: after the buffers */
@@ -146,7 +146,7 @@ static uint64_t *entry_of(const struct nbr_plan *p, uint32_t x,
 static uint64_t *canary_of(const struct nbr_plan *p, uint32_t x,
 			   uint64_t call)
 {
-	if (coop_nbr_entries(p->slots, x))
+	if (p->slots->at[x].entries)
 		return entry_of(p, x, call) + 1;
 	return (uint64_t *)(void *)(buf_end(p, x, call) - 8);
 }
@@ -160,7 +160,7 @@ static unsigned char *data_of(const struct nbr_plan *p, uint32_t x,
 
 void coop_nbr_canary_arm(const struct nbr_plan *p, uint32_t x)
 {
-	uint64_t b, n = coop_nbr_entries(p->slots, x) ? SLOT_ENTRIES :
+	uint64_t b, n = p->slots->at[x].entries ? SLOT_ENTRIES :
 			p->slots->grp[x].bufs;
 
 	for (b = 0; b < n; b++)
@@ -176,7 +176,7 @@ static void store_max(uint64_t *word, uint64_t v)
 void coop_nbr_slot_prefetch(const struct nbr_plan *p, uint32_t x,
 			    uint64_t call, int write)
 {
-	const void *last = coop_nbr_entries(p->slots, x) ?
+	const void *last = p->slots->at[x].entries ?
 			   (const void *)canary_of(p, x, call) :
 			   (const void *)data_of(p, x, call, 1);
 
@@ -300,7 +300,7 @@ int coop_nbr_slot_ready(const struct coop_topo *t, struct nbr_plan *p,
 	if (g->writing != call ||
 	    (p->slots->grp[x].lead == x && g->wrote + 1 < g->members))
 		return 0;
-	if (coop_nbr_entries(p->slots, x) && in_buffer(p->slots, x, len))
+	if (p->slots->at[x].entries && in_buffer(p->slots, x, len))
 		return buffer_free(p, x, call);
 	if (!p->slots->arity)
 		return slot_free(p, x, call);
@@ -355,10 +355,13 @@ static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
 	}
 	if (len > tail)
 		memcpy(end - len, src, len - tail);
-	if (tail)
+	if (tail == 8)	/* one load, not a copy of a variable length */
+		memcpy(&word, (const unsigned char *)src + len - 8, 8);
+	else if (tail)
 		memcpy((unsigned char *)&word + 8 - tail,
 		       (const unsigned char *)src + len - tail, tail);
-	__atomic_store_n(canary_of(p, x, call), word, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(void *)(end - 8), word,
+			 __ATOMIC_RELEASE);
 	if (word != COOP_NBR_CANARY) {
 		s->collided[x] &= ~bit;
 		return;
@@ -471,7 +474,7 @@ void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 static unsigned char *open_data(const struct nbr_plan *p, uint32_t x,
 				uint64_t call, size_t len)
 {
-	if (coop_nbr_entries(p->slots, x) && len <= 8)
+	if (p->slots->at[x].entries && len <= 8)
 		return (unsigned char *)entry_of(p, x, call) + 8 - len;
 	return data_of(p, x, call, len);
 }
@@ -524,7 +527,7 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 		rc = SLOT_MSG;
 		len = 0;
 	}
-	if (coop_nbr_entries(p->slots, x))
+	if (p->slots->at[x].entries)
 		entry_write(p, x, call, src, len, trailer);
 	else
 		canary_write(p, x, call, src, len, trailer);
@@ -583,7 +586,7 @@ int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 {
 	if (p->slots->next[x] != call)
 		return take_wait(p, x);
-	if (coop_nbr_entries(p->slots, x))
+	if (p->slots->at[x].entries)
 		return entry_take(p, x, call, dst, len);
 	return canary_take(p, x, call, dst, len);
 }

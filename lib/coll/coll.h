@@ -201,7 +201,11 @@ struct nbr_slots {
 	struct slot_at {	/* [nxf] where mapped here, of the slot: */
 		unsigned char *end0;	/* its buffer 0's end */
 		unsigned char *entry0;	/* its entries (open packed) */
-	} *at;			/* (canary.c's addresses, per call) */
+		uint64_t stride;	/* coop_nbr_buf_stride() */
+		uint32_t buf_mask;	/* its buffers - 1 */
+		uint32_t entries;	/* coop_nbr_entries() */
+	} *at;			/* (what canary.c reads per call, in one
+				 * place) */
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
 				 * (64-byte multiple, or 8, 16 or 32 in a
 				 * packed slot); 0: no slot */

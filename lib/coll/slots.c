@@ -391,6 +391,9 @@ static void slot_bind(struct nbr_slots *s, uint32_t x, unsigned char *win)
 	s->base[x] = win + s->off[x];
 	s->at[x].end0 = s->base[x] + coop_nbr_slot_hdr(s, x) + s->cap[x];
 	s->at[x].entry0 = s->base[x] + entries_off(s, x);
+	s->at[x].stride = coop_nbr_buf_stride(s, x);
+	s->at[x].buf_mask = s->grp[x].bufs - 1;
+	s->at[x].entries = (uint32_t)coop_nbr_entries(s, x);
 }
 
 static void slots_bind(struct coop_topo *t)
