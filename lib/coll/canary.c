@@ -36,6 +36,9 @@
  * only once its line is armed.  The sender can always write the call
  * its receiver waits for: that buffer's last call ended its line before
  * this one.
+ * A streamed slot (slots.c) takes a block in parts, each as a call
+ * would: its callers pass turns (call x parts + part) where this file
+ * says calls.
  * Tree (COOP_NEIGHBOR_RTR=tree): a sender's slots form a k-ary tree;
  * each receiver publishes the least consumed count of its subtree (its
  * own and its children's words), so the sender reads only its k

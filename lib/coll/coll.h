@@ -209,6 +209,10 @@ struct nbr_slots {
 	uint64_t *cap;		/* [nxf] bytes of each of its buffers
 				 * (64-byte multiple, or 8, 16 or 32 in a
 				 * packed slot); 0: no slot */
+	uint32_t *parts;	/* [nxf] buffers a call's block takes: 1,
+				 * or a streamed slot's parts (a static
+				 * block larger than COOP_NEIGHBOR_SLOT_MAX
+				 * goes through it in turns of a buffer) */
 	uint32_t *order;	/* slots (their groups' leaders), by sender,
 				 * each sender's in transfer order: the
 				 * nodes of its RTR tree */
@@ -221,6 +225,7 @@ struct nbr_slots {
 	struct slot_group *grp;	/* [nxf] see below */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */
 	uint64_t tree_seen;	/* our tree's top's least count, last read */
+	uint32_t streamed;	/* slots with parts > 1 */
 	uint64_t sends, flagged;	/* this rank's slot sends, and those
 					 * whose canary word collided */
 	uint64_t open;		/* sizes not fixed (no STATIC_BUFFERS):
@@ -335,7 +340,15 @@ static inline int coop_nbr_slotted(const struct nbr_plan *p, uint32_t x,
 {
 	if (!p->slots || !p->slots->cap[x])
 		return 0;
-	return p->slots->open || (len && len <= p->slots->cap[x]);
+	return p->slots->open ||
+	       (len && len <= p->slots->cap[x] * p->slots->parts[x]);
+}
+
+/* The bytes of each part of a streamed slot's block of len (the last
+ * one's may be fewer): both ends cut the block alike. */
+static inline size_t coop_nbr_part_len(size_t len, uint32_t parts)
+{
+	return (len + parts - 1) / parts;
 }
 #define SLOT_WAIT (-1)
 #define SLOT_MSG (-2)	/* open slot: the data comes as a message */

@@ -44,6 +44,10 @@ struct nbr_inst {
 	uint32_t *doneq;	/* [nv] finished, successors not released */
 	int *doneerr;		/* [nv] their errors */
 	uint32_t *pend;		/* [nv] slot vertices waiting (RTR, RTE) */
+	struct part_state {	/* [nv] a streamed slot's vertex: */
+		uint32_t done;	/* parts written or taken this call */
+		int rc;		/* the first one's error */
+	} *part;
 	uint32_t npend;
 	uint32_t *hold;		/* [nv] RTR tree nodes we publish till
 				 * their subtree consumed the call */
@@ -166,51 +170,58 @@ static void hold_start(struct nbr_inst *in, uint32_t x)
 	poll_link(in);
 }
 
-static int slot_send(struct nbr_inst *in, uint32_t v, const char *buf,
-		     size_t len)
+/* The slot's own count of v's turns: the call, or for a streamed slot
+ * the part of it v is at (each part takes a buffer as a call would). */
+static uint64_t slot_turn(const struct nbr_inst *in, uint32_t v)
+{
+	uint32_t parts = in->p->slots->parts[in->p->v[v].xfer];
+
+	return parts == 1 ? in->call : in->call * parts + in->part[v].done;
+}
+
+static int slot_send(struct nbr_inst *in, uint32_t v, uint64_t turn,
+		     const char *buf, size_t len)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
 
 	if (in->p->slots->open)
-		return coop_nbr_open_write(in->p, vx->xfer, in->call, buf, len,
+		return coop_nbr_open_write(in->p, vx->xfer, turn, buf, len,
 					   in->poisoned[v]);
-	coop_nbr_slot_write(in->p, vx->xfer, in->call, buf, len,
-			    in->poisoned[v]);
+	coop_nbr_slot_write(in->p, vx->xfer, turn, buf, len, in->poisoned[v]);
 	return COOP_SUCCESS;
 }
 
-static int slot_take(struct nbr_inst *in, uint32_t v, char *buf, size_t len)
+static int slot_take(struct nbr_inst *in, uint32_t v, uint64_t turn,
+		     char *buf, size_t len)
 {
 	uint32_t x = in->p->v[v].xfer;
 
 	if (in->p->slots->open)
-		return coop_nbr_open_take(in->p, x, in->call, buf, len);
-	return coop_nbr_slot_take(in->p, x, in->call, buf, len);
+		return coop_nbr_open_take(in->p, x, turn, buf, len);
+	return coop_nbr_slot_take(in->p, x, turn, buf, len);
 }
 
-/* One try of slot vertex v: SLOT_WAIT, SLOT_MSG (its data goes as a
- * message), or its result. */
-static int slot_try(struct nbr_inst *in, uint32_t v)
+/* One try of slot vertex v's turn (len bytes at buf): SLOT_WAIT,
+ * SLOT_MSG (its data goes as a message), or its result. */
+static int turn_try(struct nbr_inst *in, uint32_t v, uint64_t turn,
+		    char *buf, size_t len)
 {
 	const struct nbr_vertex *vx = &in->p->v[v];
 	struct coop_context *ctx = in->t->ctx;
-	size_t len;
-	char *buf = ref_addr(in, &vx->ref, &len);
 	int rc;
 
 	if (vx->kind == V_SEND) {
-		if (coop_nbr_slot_ready(in->t, in->p, vx->xfer, in->call,
-					len))
-			return slot_send(in, v, buf, len);
+		if (coop_nbr_slot_ready(in->t, in->p, vx->xfer, turn, len))
+			return slot_send(in, v, turn, buf, len);
 		return peer_lost(ctx, vx->peer) ? COOP_ERR_PEER_DEAD :
 						  SLOT_WAIT;
 	}
-	rc = slot_take(in, v, buf, len);
+	rc = slot_take(in, v, turn, buf, len);
 	if (rc == SLOT_WAIT) {
 		if (!peer_lost(ctx, vx->peer))
 			return SLOT_WAIT;
 		/* one more look: it may have written, then died */
-		rc = slot_take(in, v, buf, len);
+		rc = slot_take(in, v, turn, buf, len);
 		if (rc == SLOT_WAIT)
 			return COOP_ERR_PEER_DEAD;
 	}
@@ -220,6 +231,42 @@ static int slot_try(struct nbr_inst *in, uint32_t v)
 	}
 	hold_start(in, vx->xfer);
 	return rc;
+}
+
+/* A streamed slot's vertex: its parts in turn, as far as they go.
+ * Every part takes its turn even after one failed (the other end counts
+ * them all); the first error is the vertex's. */
+static int parts_try(struct nbr_inst *in, uint32_t v, char *buf, size_t len)
+{
+	struct part_state *ps = &in->part[v];
+	uint32_t parts = in->p->slots->parts[in->p->v[v].xfer];
+	size_t plen = coop_nbr_part_len(len, parts), off;
+	int rc;
+
+	while (ps->done < parts) {
+		off = ps->done * plen;
+		rc = turn_try(in, v, slot_turn(in, v), buf + off,
+			      COOP_MIN(plen, len - off));
+		if (rc == SLOT_WAIT)
+			return SLOT_WAIT;
+		if (rc && !ps->rc)
+			ps->rc = rc;
+		ps->done++;
+	}
+	return ps->rc;
+}
+
+/* One try of slot vertex v: SLOT_WAIT, SLOT_MSG (its data goes as a
+ * message), or its result. */
+static int slot_try(struct nbr_inst *in, uint32_t v)
+{
+	const struct nbr_vertex *vx = &in->p->v[v];
+	size_t len;
+	char *buf = ref_addr(in, &vx->ref, &len);
+
+	if (in->p->slots->parts[vx->xfer] > 1)
+		return parts_try(in, v, buf, len);
+	return turn_try(in, v, in->call, buf, len);
 }
 
 static void msg_start(struct nbr_inst *in, uint32_t v);
@@ -318,7 +365,8 @@ static int flat_poll(struct nbr_inst *in)
 		const struct nbr_vertex *vx = &in->p->v[in->pend[i]];
 
 		if (vx->mate == UINT32_MAX)
-			coop_nbr_slot_prefetch(in->p, vx->xfer, in->call,
+			coop_nbr_slot_prefetch(in->p, vx->xfer,
+					       slot_turn(in, in->pend[i]),
 					       vx->kind == V_SEND);
 	}
 	for (i = 0; i < in->npend; i++) {
@@ -632,6 +680,7 @@ static void inst_free(struct nbr_inst *in)
 	free(in->doneq);
 	free(in->doneerr);
 	free(in->pend);
+	free(in->part);
 	free(in->hold);
 	free(in);
 }
@@ -656,12 +705,13 @@ static struct nbr_inst *inst_new(struct coop_topo *t,
 	in->doneq = malloc(nv * sizeof(*in->doneq));
 	in->doneerr = malloc(nv * sizeof(*in->doneerr));
 	in->pend = malloc(nv * sizeof(*in->pend));
+	in->part = calloc(nv, sizeof(*in->part));
 	in->hold = malloc(nv * sizeof(*in->hold));
 	dlist_init(&in->link);
 	dlist_init(&in->plink);
 	if ((p->temp && !in->temp) || !in->deps || !in->poisoned ||
 	    !in->refs || !in->doneq || !in->doneerr || !in->pend ||
-	    !in->hold) {
+	    !in->part || !in->hold) {
 		inst_free(in);
 		return NULL;
 	}
@@ -754,6 +804,8 @@ int coop_coll_start(struct coop_request *r)
 		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress,
 				slots_waiting);
 	memset(in->poisoned, 0, p->nv ? p->nv : 1);
+	if (p->slots && p->slots->streamed)
+		memset(in->part, 0, p->nv * sizeof(*in->part));
 	in->flat = p->slots && flat_plan(in);
 	if (in->flat) {
 		flat_start(in);

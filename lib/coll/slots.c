@@ -77,18 +77,36 @@ static int sizes_open(const struct coop_topo *t)
 	return !(t->hints & COOP_TOPO_STATIC_BUFFERS);
 }
 
+/* Does a static block of len bytes, too large for a slot, stream
+ * through one in parts?  Its size must be known to both ends, and an
+ * RTR tree counts every slot of a sender alike, in calls. */
+static int streams(const struct coop_topo *t, const struct nbr_xfer *x,
+		   uint64_t len, uint64_t max)
+{
+	const struct coop_config *cfg = &t->ctx->cfg;
+
+	return max && x->nblk == 1 && !cfg->nbr_rtr_tree &&
+	       len <= cfg->nbr_stream_max;
+}
+
 /* A transfer's buffer bytes: its exact size when the plan knows it,
  * else the bound (open slots: theirs); 0 when it is too large for a
  * slot (a static slot holds a pack of blocks of up to the bound each,
- * an open one no more than its bound in all). */
+ * an open one no more than its bound in all) - unless it streams: then
+ * a part's, *parts of them. */
 static uint64_t slot_cap(const struct coop_topo *t, const struct nbr_plan *p,
-			 const struct nbr_xfer *x)
+			 const struct nbr_xfer *x, uint32_t *parts)
 {
 	uint64_t open = p->slots->open, len = exact_len(t, p, x);
 	uint64_t max = open ? open : t->ctx->cfg.nbr_slot_max * x->nblk;
 
+	*parts = 1;
 	if (!len && !((t->hints & COOP_TOPO_EXACT_BYTES) && t->g.weight))
 		len = open ? open : t->ctx->cfg.nbr_slot_max;
+	if (!open && len > max && streams(t, x, len, max)) {
+		*parts = (uint32_t)((len + max - 1) / max);
+		len = coop_nbr_part_len(len, *parts);
+	}
 	return len && len <= max ? align64(len) : 0;
 }
 
@@ -98,14 +116,16 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->base = calloc(nxf + 1, sizeof(*s->base));
 	s->at = calloc(nxf + 1, sizeof(*s->at));
 	s->cap = calloc(nxf + 1, sizeof(*s->cap));
+	s->parts = calloc(nxf + 1, sizeof(*s->parts));
 	s->pos = calloc(nxf + 1, sizeof(*s->pos));
 	s->next = calloc(nxf + 1, sizeof(*s->next));
 	s->collided = calloc(nxf + 1, sizeof(*s->collided));
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
 	s->grp = calloc(nxf + 1, sizeof(*s->grp));
-	return s->off && s->base && s->at && s->cap && s->pos && s->next &&
-	       s->collided && s->order && s->first && s->grp ? 0 : -1;
+	return s->off && s->base && s->at && s->cap && s->parts && s->pos &&
+	       s->next && s->collided && s->order && s->first && s->grp ?
+	       0 : -1;
 }
 
 void coop_nbr_slots_free(struct nbr_slots *s)
@@ -116,6 +136,7 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 	free(s->base);
 	free(s->at);
 	free(s->cap);
+	free(s->parts);
 	free(s->pos);
 	free(s->next);
 	free(s->collided);
@@ -166,7 +187,8 @@ static int groupable(const struct coop_topo *t, const struct nbr_plan *p,
 {
 	const struct nbr_xfer *xf = &p->xf[x];
 
-	return !p->slots->open && p->slots->cap[x] && xf->nblk == 1 &&
+	return !p->slots->open && p->slots->cap[x] &&
+	       p->slots->parts[x] == 1 && xf->nblk == 1 &&
 	       t->g.from[p->blk[xf->blk0]] == xf->from &&
 	       exact_len(t, p, xf) > 0;
 }
@@ -338,8 +360,10 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 	s->open = open;
 	for (x = 0; x < p->nxf; x++) {
 		/* to ourselves: copied straight (sched.c) */
+		s->parts[x] = 1;
 		if (p->xf[x].from != p->xf[x].to)
-			s->cap[x] = slot_cap(t, p, &p->xf[x]);
+			s->cap[x] = slot_cap(t, p, &p->xf[x], &s->parts[x]);
+		s->streamed += s->parts[x] > 1;
 		s->grp[x].lead = x;
 		s->grp[x].members = 1;
 		s->grp[x].bufs = SLOT_BUFS;

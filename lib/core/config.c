@@ -213,6 +213,13 @@ static const struct cfg_entry table[] = {
 	  "messages of at most this go through static slots in the "
 	  "receiver's shared memory (canary completion, no matching), "
 	  "larger ones as point-to-point messages; 0: never" },
+	{ "COOP_NEIGHBOR_STREAM_MAX", CFG_SIZE, FIELD(nbr_stream_max), "16m", 0,
+	  TIB, NULL, 1,
+	  "COOP_TOPO_STATIC_BUFFERS with COOP_TOPO_EXACT_BYTES and direct "
+	  "RTR: blocks larger than COOP_NEIGHBOR_SLOT_MAX and up to this "
+	  "stream through their slot, in parts of at most "
+	  "COOP_NEIGHBOR_SLOT_MAX, the receiver copying one part out while "
+	  "the sender writes the next; 0: never" },
 	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "64k", 0,
 	  64 * KIB, NULL, 1,
 	  "neighborhood collectives of topologies without "

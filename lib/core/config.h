@@ -66,6 +66,7 @@ struct coop_config {
 	size_t nbr_eager_max;	/* COOP_NEIGHBOR_EAGER_MAX */
 	size_t nbr_eager_shared;	/* COOP_NEIGHBOR_EAGER_SHARED */
 	size_t nbr_slot_max;	/* COOP_NEIGHBOR_SLOT_MAX */
+	size_t nbr_stream_max;	/* COOP_NEIGHBOR_STREAM_MAX */
 	size_t nbr_slot_open;	/* COOP_NEIGHBOR_SLOT_OPEN */
 	int nbr_rtr_tree;	/* COOP_NEIGHBOR_RTR: 1 tree, 0 direct */
 	unsigned nbr_rtr_arity;	/* COOP_NEIGHBOR_RTR_ARITY */

@@ -29,7 +29,8 @@
  * hang), a topology whose windows would be too large, and
  * COOP_NEIGHBOR_SLOT_OPEN=0.  COOP_TOPO_STATIC_BUFFERS:
  * every op and mode through the static slots and past them (direct RTR,
- * a binary RTR tree, a chain), three calls outstanding, sizes fixed by
+ * a binary RTR tree, a chain), streamed through them in parts (exact
+ * sizes, direct RTR), three calls outstanding, sizes fixed by
  * the first call; blocks ending in the canary's bytes (flag counted
  * exactly); packed slots (a sender that receives nothing, blocks of at
  * most 64 B: 1-8 calls a line, its receivers late); a rank killed
@@ -1764,21 +1765,32 @@ struct static_case {
 	const char *const *env;
 	int grouped;		/* this rank's messages sharing a slot with
 				 * others to the same rank; -1: any */
+	int parts;		/* slot writes per block (streamed slots);
+				 * 0: blocks past COOP_NEIGHBOR_SLOT_MAX go
+				 * as messages; -1: some stream */
 };
 
 /* After a static topology's calls: this rank's messages with a slot
- * went through it (and, uniform sizes, no others did), none flagged
- * (the pattern's last bytes are not the canary). */
+ * went through it (and, uniform sizes, no others did; a streamed one in
+ * sc->parts writes each), none flagged (the pattern's last bytes are
+ * not the canary). */
 static void check_slot_info(const struct rk *k, int op, size_t bytes, int v,
-			    int grouped)
+			    const struct static_case *sc)
 {
+	const int grouped = sc->grouped, parts = sc->parts;
 	coop_topo_info_t in;
 
 	T_OK(coop_topo_get_info(k->topo, &in));
 	T_ASSERT(in.slotted[op] >= 0 && in.slotted[op] <= in.sends[op],
 		 "%s: slotted %d of %d", k->what, in.slotted[op],
 		 in.sends[op]);
-	if (!v && (bytes > SLOT_MAX || !bytes))
+	if (parts)
+		T_ASSERT(in.slot_sends[op] > 0 &&
+			 (parts < 0 || in.slot_sends[op] % (unsigned)parts ==
+			  0), "%s: %llu slot sends, %d parts a block",
+			 k->what, (unsigned long long)in.slot_sends[op],
+			 parts);
+	else if (!v && (bytes > SLOT_MAX || !bytes))
 		T_ASSERT(!in.slot_sends[op], "%s: %llu slot sends of %zu B",
 			 k->what, (unsigned long long)in.slot_sends[op],
 			 bytes);
@@ -1832,7 +1844,7 @@ static void static_group(struct rk *k, const struct static_case *sc,
 		for (mode = 0; mode < NMODES; mode++)
 			run_call(k, ops[v][i], mode, bytes);
 		check_slot_info(k, ops[v][i] < OP_A2A ? COOP_NBR_ALLGATHER :
-				COOP_NBR_ALLTOALL, bytes, v, sc->grouped);
+				COOP_NBR_ALLTOALL, bytes, v, sc);
 	}
 	run_together(one, same, MAX_TOGETHER, bytes);
 	static_wrong_size(k, ops[v][1], bytes);
@@ -1851,11 +1863,14 @@ static int static_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	rk_init(&k, ctx, rank, &sc->g);
 	k.wmode = sc->wmode;
 	k.wbytes = sc->bytes;
+	if (sc->wmode) {	/* the weights' size (alltoallv's only) */
+		for (v = sc->wmode == W_EDGE; v < 2; v++)
+			static_group(&k, sc, sc->bytes, v);
+		return 0;
+	}
 	for (s = 0; s < (int)(sizeof(sizes) / sizeof(sizes[0])); s++)
 		for (v = 0; v < 2; v++)
-			if (!sc->wmode || (sizes[s] == sc->bytes &&
-					   (v || sc->wmode == W_UNIFORM)))
-				static_group(&k, sc, sizes[s], v);
+			static_group(&k, sc, sizes[s], v);
 	return 0;
 }
 
@@ -1872,6 +1887,11 @@ static const char *const env_tree2_bal[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
 					     "COOP_NEIGHBOR_RTR_ARITY=2",
 					     "COOP_NEIGHBOR_TREE_SHARED=256",
 					     "COOP_SPIN=100", NULL };
+/* ... blocks of up to 2 slots' bytes stream, larger ones are messages */
+static const char *const env_stream2[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
+					   "COOP_NEIGHBOR_RTR=direct",
+					   "COOP_NEIGHBOR_STREAM_MAX=8192",
+					   "COOP_SPIN=100", NULL };
 static const char *const env_chain[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
 					 "COOP_NEIGHBOR_RTR=tree",
 					 "COOP_NEIGHBOR_RTR_ARITY=1",
@@ -1887,27 +1907,37 @@ static const char *const env_chain[] = { "COOP_NEIGHBOR_SLOT_MAX=4096",
  * a sender overwrite a buffer not all had taken). */
 static const struct static_case static_cases[] = {
 	{ { G_ER, 4, 0.7, 11, 0, { 0 }, 0, "A(4, 0.7)" }, ST, W_NONE, 0,
-	  env_direct, 0 },
+	  env_direct, 0, 0 },
 	{ { G_ER, 4, 1.0, 0, 0, { 0 }, 0, "A(4, 1)" }, ST, W_NONE, 0,
-	  env_tree2, 0 },
+	  env_tree2, 0, 0 },
 	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0, "stencil 2x2x1x1" }, ST,
-	  W_NONE, 0, env_chain, 0 },
+	  W_NONE, 0, env_chain, 0, 0 },
 	{ { G_HOT, 8, 0, 0, 0, { 0 }, 1, "hot spot 8" }, EX, W_UNIFORM, 8,
-	  env_tree2_bal, -1 },
+	  env_tree2_bal, -1, 0 },
 	{ { G_ER, 4, 0.7, 13, 0, { 0 }, 0, "A(4, 0.7) weights" }, EX,
-	  W_EDGE, 100, env_direct, 0 },
+	  W_EDGE, 100, env_direct, 0, 0 },
 	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2" }, ST,
-	  W_NONE, 0, env_direct, 0 },
+	  W_NONE, 0, env_direct, 0, 0 },
 	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 grouped" },
-	  EX, W_UNIFORM, 8, env_direct, 4 },
+	  EX, W_UNIFORM, 8, env_direct, 4, 0 },
 	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0,
-	    "stencil 2x2x1x1 grouped" }, EX, W_EDGE, 100, env_tree2, -1 },
+	    "stencil 2x2x1x1 grouped" }, EX, W_EDGE, 100, env_tree2, -1, 0 },
 	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 4 KiB" },
-	  EX, W_UNIFORM, SLOT_MAX / 2, env_chain, 0 },
+	  EX, W_UNIFORM, SLOT_MAX / 2, env_chain, 0, 0 },
 	{ { G_CART, 4, 0, 0, 4, { 2, 2, 1, 1 }, 0,
-	    "stencil 2x2x1x1 grouped" }, EX, W_EDGE, 100, env_direct, -1 },
+	    "stencil 2x2x1x1 grouped" }, EX, W_EDGE, 100, env_direct, -1, 0 },
 	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 grouped" },
-	  EX, W_EDGE, 100, env_tree2, -1 },
+	  EX, W_EDGE, 100, env_tree2, -1, 0 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 streamed" },
+	  EX, W_UNIFORM, 3 * SLOT_MAX + 100, env_direct, 0, 4 },
+	{ { G_ER, 4, 0.7, 13, 0, { 0 }, 0, "A(4, 0.7) weights streamed" },
+	  EX, W_EDGE, 3 * SLOT_MAX, env_direct, 0, -1 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 2 parts" },
+	  EX, W_UNIFORM, 2 * SLOT_MAX, env_stream2, 0, 2 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 past stream" },
+	  EX, W_UNIFORM, 3 * SLOT_MAX + 100, env_stream2, 0, 0 },
+	{ { G_CART, 4, 0, 0, 2, { 2, 2, 1, 1 }, 0, "stencil 2x2 tree, past" },
+	  EX, W_UNIFORM, 3 * SLOT_MAX + 100, env_tree2, 0, 0 },
 };
 
 /*
