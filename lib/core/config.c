@@ -212,7 +212,9 @@ static const struct cfg_entry table[] = {
 	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "
 	  "messages of at most this go through static slots in the "
 	  "receiver's shared memory (canary completion, no matching), "
-	  "larger ones as point-to-point messages; 0: never" },
+	  "larger ones stream through them in parts of at most this "
+	  "(COOP_NEIGHBOR_STREAM_MAX) or go as point-to-point messages; "
+	  "0: never" },
 	{ "COOP_NEIGHBOR_STREAM_MAX", CFG_SIZE, FIELD(nbr_stream_max), "16m", 0,
 	  TIB, NULL, 1,
 	  "COOP_TOPO_STATIC_BUFFERS with COOP_TOPO_EXACT_BYTES and direct "
