@@ -171,12 +171,12 @@ static void hold_start(struct nbr_inst *in, uint32_t x)
 }
 
 /* The slot's own count of v's turns: the call, or for a streamed slot
- * the part of it v is at (each part takes a buffer as a call would). */
+ * the part of it v is at (each part takes a buffer as a call would;
+ * an unstreamed vertex's done stays 0). */
 static uint64_t slot_turn(const struct nbr_inst *in, uint32_t v)
 {
-	uint32_t parts = in->p->slots->parts[in->p->v[v].xfer];
-
-	return parts == 1 ? in->call : in->call * parts + in->part[v].done;
+	return in->call * in->p->slots->parts[in->p->v[v].xfer] +
+	       in->part[v].done;
 }
 
 static int slot_send(struct nbr_inst *in, uint32_t v, uint64_t turn,
