@@ -59,6 +59,8 @@ static const char *const bad_env[][2] = {
 	{ "COOP_NEIGHBOR_SLOT_MAX", "2m" },
 	{ "COOP_NEIGHBOR_SLOT_OPEN", "65k" },
 	{ "COOP_NEIGHBOR_SLOT_OPEN", "1x" },
+	{ "COOP_NEIGHBOR_STREAM_MAX", "2t" },
+	{ "COOP_NEIGHBOR_STREAM_MAX", "16 MiB" },
 	{ "COOP_NEIGHBOR_TREE_SHARED", "2m" },
 	{ "COOP_NEIGHBOR_ORDER", "rounds" },
 	{ "COOP_NEIGHBOR_RTR", "ring" },
