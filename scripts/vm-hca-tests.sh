@@ -50,7 +50,8 @@ for p in "${provs[@]}"; do
 		COOP_PROVIDER="$p" CASES="$cases" sh -c 'scripts/vm/rxe-up &&
 		r=0; for c in $CASES; do
 			CK_RUN_CASE=$c tests/lib/test_lib || r=1
-		done; exit $r'
+		done
+		[ $r -eq 0 ] || scripts/vm/rxe-up --show; exit $r'
 	r=$?
 	stage_line "hca-$p" "$r" "$start"
 	[ "$r" -eq 0 ] || rc=1

@@ -44,6 +44,7 @@
  * This file sets the engine up (device, port, queue pairs, addresses)
  * and tears it down; hca_engine.c does its work (regions, copies).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,6 +386,23 @@ static int peer_ready(struct hca *h, int r, const struct hca_blob *b)
 	return rc;
 }
 
+/* Names both ends' GIDs: on RoCE a connect fails in the kernel's route
+ * resolution, and which GIDs it was given is what tells why. */
+static void log_unreachable(const struct hca *h, int rank, int rc)
+{
+	char ours[INET6_ADDRSTRLEN] = "-", theirs[INET6_ADDRSTRLEN] = "-";
+	const struct hca_table_hdr *th = h->peers[rank].table.hdr;
+
+	if (h->addr.is_global) {
+		inet_ntop(AF_INET6, h->addr.gid, ours, sizeof(ours));
+		if (th)
+			inet_ntop(AF_INET6, th->gid, theirs, sizeof(theirs));
+	}
+	coop_log(h->rank, "HCA engine: cannot reach rank %d (GID %s, index "
+		 "%d, to GID %s): %s", rank, ours, h->gid_index, theirs,
+		 strerror(-rc));
+}
+
 static int hca_connect(struct coop_provider *p, int rank, const void *blob,
 		       size_t len)
 {
@@ -402,10 +420,9 @@ static int hca_connect(struct coop_provider *p, int rank, const void *blob,
 		return rc;
 	pthread_mutex_lock(&h->lock);
 	rc = peer_ready(h, rank, &b);
-	pthread_mutex_unlock(&h->lock);
 	if (rc)
-		coop_log(h->rank, "HCA engine: cannot reach rank %d: %s", rank,
-			 strerror(-rc));
+		log_unreachable(h, rank, rc);
+	pthread_mutex_unlock(&h->lock);
 	return rc;
 }
 
