@@ -711,16 +711,19 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  *                            (=tree): no matching, no control message.
  *                            With EXACT_BYTES too, a rank's own blocks
  *                            to one neighbour share a slot and canary
- *                            (coop_topo_info_t.grouped).
+ *                            (coop_topo_info_t.grouped), and a larger
+ *                            block, up to COOP_NEIGHBOR_STREAM_MAX,
+ *                            streams through its slot in parts of at
+ *                            most COOP_NEIGHBOR_SLOT_MAX (direct RTR).
  * Without STATIC_BUFFERS, blocks of at most COOP_NEIGHBOR_SLOT_OPEN
- * (8 KiB) go through open slots in the receiver's shared memory: the
+ * (64 KiB) go through open slots in the receiver's shared memory: the
  * sender writes the data, ending at the canary as in a static slot, and
  * the buffer's length word when the length changed - or for a larger
  * block only a length word saying that the block comes as a message.
  * Readiness is seen as with static slots; sizes that the two ends do
  * not agree on fail as for messages (COOP_ERR_TRUNCATE: more came, the
  * receive block holds its first bytes; COOP_ERR_COUNT: fewer).  Where
- * a rank's window would pass 4 MiB, a topology's open slots are halved
+ * a rank's window would pass 16 MiB, a topology's open slots are halved
  * until it does not.
  */
 typedef struct coop_topo coop_topo_t;
