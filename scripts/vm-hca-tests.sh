@@ -47,7 +47,7 @@ for p in "${provs[@]}"; do
 	start=$SECONDS
 	# shellcheck disable=SC2016 # expanded in the VM
 	scripts/vm/run "${extra[@]}" "${mod[@]}" -- env COOP_ENGINE=hca \
-		COOP_PROVIDER="$p" CASES="$cases" sh -c 'scripts/vm/rxe-up &&
+		COOP_PROVIDER="$p" CASES="$cases" sh -c 'scripts/vm/rxe-up || exit 1
 		r=0; for c in $CASES; do
 			CK_RUN_CASE=$c tests/lib/test_lib || r=1
 		done
