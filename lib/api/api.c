@@ -107,11 +107,12 @@ static struct coop_request *new_req(struct coop_context *ctx, int kind,
 static int start(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
-	uint64_t enter = coop_profile_clock(ctx);
+	uint64_t enter;
 	int rc = COOP_SUCCESS;
 
 	if (r->kind == REQ_COLL)
 		return coop_coll_start(r);
+	enter = coop_profile_clock(ctx);
 
 	/* profiling: a post sees what arrived before it, as the models
 	 * assume (a receive matches an RTS already there, a send sees a

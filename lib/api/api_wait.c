@@ -37,7 +37,8 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 		}
 		return COOP_SUCCESS;
 	}
-	coop_profile_completed(r);
+	if (r->prof_msg)	/* a profiled message's (most are not) */
+		coop_profile_completed(r);
 	err = r->err;
 	if (st) {
 		*st = r->status;

@@ -232,7 +232,11 @@ struct nbr_slots {
 				 * the most bytes an open slot takes
 				 * (COOP_NEIGHBOR_SLOT_OPEN), each call's
 				 * length in a trailer word; 0: fixed */
-	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;	/* sched.c */
+	/* sched.c's (flat_plan): does a call run flat (no wave front),
+	 * its vertices in the order it takes them, may it go express */
+	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;
+	uint32_t *flat_order, nflat;
+	int express;
 };
 
 /* Does x's slot keep its trailers in its SLOT_ENTRIES entries (an open

@@ -53,6 +53,14 @@ struct nbr_inst {
 				 * their subtree consumed the call */
 	uint32_t nhold;
 	int flat;		/* this call runs flat (see flat_plan) */
+	struct express_vx {	/* [nflat] an express call's vertices: */
+		char *buf;	/* their bytes, as in->a gives them */
+		size_t len;
+		uint32_t x;	/* the transfer */
+		int send;
+	} *xv;
+	int xv_ok;		/* xv is of in->a */
+	int running;		/* counted in the layer's running */
 	uint32_t ndone, finished;
 	int err;
 	uint16_t seq;
@@ -326,6 +334,10 @@ static int holds_poll(struct nbr_inst *in)
  * slots (which take every call, whatever its size), let the first call
  * decide for all; an open slot's larger data goes as a message, whose
  * request finishes the call when it is the last to end.
+ * Express: a flat call of static slots, each block in one buffer, with
+ * direct RTR and no copy to ourselves has nothing the slots' own calls
+ * (canary.c) do not do - no message, part or tree word - so it first
+ * tries its vertices straight (express_run).
  */
 static int flat_plan(struct nbr_inst *in)
 {
@@ -336,7 +348,8 @@ static int flat_plan(struct nbr_inst *in)
 
 	if (s->flat != FLAT_UNKNOWN)
 		return s->flat == FLAT_YES;
-	s->flat = FLAT_YES;
+	s->flat = FLAT_NO;
+	s->express = !s->open && !s->streamed && !s->arity;
 	for (v = 0; v < p->nv; v++) {
 		const struct nbr_vertex *vx = &p->v[v];
 
@@ -345,9 +358,20 @@ static int flat_plan(struct nbr_inst *in)
 		    (vx->kind == V_SEND && vx->ref.space != SP_SEND) ||
 		    (vx->mate == UINT32_MAX &&
 		     !coop_nbr_slotted(p, vx->xfer, len)))
-			s->flat = FLAT_NO;
+			return 0;
+		s->express &= vx->mate == UINT32_MAX;
 	}
-	return s->flat == FLAT_YES;
+	s->flat_order = malloc((p->nv ? p->nv : 1) * sizeof(*s->flat_order));
+	if (!s->flat_order)
+		return 0;
+	for (v = 0; v < p->nv; v++)	/* a self send takes both ends */
+		if (p->v[v].kind == V_SEND)
+			s->flat_order[s->nflat++] = v;
+	for (v = 0; v < p->nv; v++)
+		if (p->v[v].kind != V_SEND && p->v[v].mate == UINT32_MAX)
+			s->flat_order[s->nflat++] = v;
+	s->flat = FLAT_YES;
+	return 1;
 }
 
 /* Take what can go of a flat call; finish it when nothing is left
@@ -406,18 +430,73 @@ static int flat_poll(struct nbr_inst *in)
 	return n + msgs;
 }
 
+/* An express call's vertices' bytes and transfers, once per arguments
+ * (a persistent request's are fixed). */
+static void express_fill(struct nbr_inst *in)
+{
+	const struct nbr_plan *p = in->p;
+	uint32_t i;
+
+	for (i = 0; i < p->slots->nflat; i++) {
+		const struct nbr_vertex *vx = &p->v[p->slots->flat_order[i]];
+		struct express_vx *d = &in->xv[i];
+
+		d->buf = ref_addr(in, &vx->ref, &d->len);
+		d->x = vx->xfer;
+		d->send = vx->kind == V_SEND;
+	}
+	in->xv_ok = 1;
+}
+
+/*
+ * An express call (flat_plan) first tries its vertices once, in order,
+ * on bytes looked up once, straight into the slots' own calls, and
+ * stops at the first that waits, for flat_poll() to go on from there:
+ * the number taken.  A call whose slots are all ready never builds a
+ * pending list (one edge, static 8 B, persistent calls: 740 -> 530
+ * instructions a receive, 0.085 -> 0.068 us a call).
+ */
+static uint32_t express_run(struct nbr_inst *in)
+{
+	struct nbr_plan *p = in->p;
+	const struct express_vx *d;
+	uint32_t i;
+	int rc;
+
+	if (!in->xv_ok)
+		express_fill(in);
+	for (i = 0; i < p->slots->nflat; i++) {
+		d = &in->xv[i];
+		if (d->send) {
+			if (!coop_nbr_slot_ready(in->t, p, d->x, in->call,
+						 d->len))
+				break;
+			coop_nbr_slot_write(p, d->x, in->call, d->buf, d->len,
+					    0);
+			continue;
+		}
+		rc = coop_nbr_slot_take(p, d->x, in->call, d->buf, d->len);
+		if (rc == SLOT_WAIT)
+			break;
+		if (rc && !in->err)
+			in->err = rc;
+	}
+	return i;
+}
+
 static void flat_start(struct nbr_inst *in)
 {
-	uint32_t v;
+	const struct nbr_slots *s = in->p->slots;
+	uint32_t done = s->express ? express_run(in) : 0;
 
-	in->npend = 0;
-	for (v = 0; v < in->p->nv; v++)	/* a self send takes both ends */
-		if (in->p->v[v].kind == V_SEND)
-			in->pend[in->npend++] = v;
-	for (v = 0; v < in->p->nv; v++)
-		if (in->p->v[v].kind != V_SEND &&
-		    in->p->v[v].mate == UINT32_MAX)
-			in->pend[in->npend++] = v;
+	in->finished = done;
+	if (done == s->nflat) {	/* all taken (an express call's nflat is nv) */
+		finish(in);
+		return;
+	}
+	in->npend = s->nflat - done;
+	memcpy(in->pend, s->flat_order + done,
+	       in->npend * sizeof(*in->pend));
 	flat_poll(in);
 	if (in->npend || in->nhold)
 		poll_link(in);
@@ -617,8 +696,9 @@ static void finish(struct nbr_inst *in)
 {
 	struct coop_context *ctx = in->t->ctx;
 
-	if (!--ctx->coll->running)
+	if (in->running && !--ctx->coll->running)
 		coop_upcall_set(ctx, COOP_UP_COLL, NULL, NULL);
+	in->running = 0;
 	if (in->err)
 		coop_req_set_error(in->req, in->err);
 	coop_req_event(in->req, EV_LOCAL);
@@ -669,6 +749,20 @@ static int coll_progress(struct coop_context *ctx)
 	return n;
 }
 
+/* The layer's progress upcall runs while an instance waits for
+ * anything; a flat call that ends in its start never counts (one edge,
+ * static 8 B: setting the upcall and clearing it again were ~55 of ~800
+ * instructions a receive). */
+static void run_begin(struct nbr_inst *in)
+{
+	struct coop_context *ctx = in->t->ctx;
+
+	in->running = 1;
+	if (!ctx->coll->running++)
+		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress,
+				slots_waiting);
+}
+
 /* ---------------- instances and their requests ---------------- */
 
 static void inst_free(struct nbr_inst *in)
@@ -682,6 +776,7 @@ static void inst_free(struct nbr_inst *in)
 	free(in->pend);
 	free(in->part);
 	free(in->hold);
+	free(in->xv);
 	free(in);
 }
 
@@ -700,18 +795,19 @@ static struct nbr_inst *inst_new(struct coop_topo *t,
 	in->a = *a;
 	in->temp = p->temp ? malloc(p->temp) : NULL;
 	in->deps = malloc(nv * sizeof(*in->deps));
-	in->poisoned = malloc(nv);
+	in->poisoned = calloc(nv, 1);
 	in->refs = malloc(nv * sizeof(*in->refs));
 	in->doneq = malloc(nv * sizeof(*in->doneq));
 	in->doneerr = malloc(nv * sizeof(*in->doneerr));
 	in->pend = malloc(nv * sizeof(*in->pend));
 	in->part = calloc(nv, sizeof(*in->part));
 	in->hold = malloc(nv * sizeof(*in->hold));
+	in->xv = malloc(nv * sizeof(*in->xv));
 	dlist_init(&in->link);
 	dlist_init(&in->plink);
 	if ((p->temp && !in->temp) || !in->deps || !in->poisoned ||
 	    !in->refs || !in->doneq || !in->doneerr || !in->pend ||
-	    !in->part || !in->hold) {
+	    !in->part || !in->hold || !in->xv) {
 		inst_free(in);
 		return NULL;
 	}
@@ -744,6 +840,7 @@ static struct nbr_inst *inst_get(struct coop_topo *t, struct nbr_plan *p,
 		return inst_new(t, p, a);
 	t->spare[p->op] = NULL;
 	in->a = *a;
+	in->xv_ok = 0;
 	return in;
 }
 
@@ -788,7 +885,6 @@ int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 int coop_coll_start(struct coop_request *r)
 {
 	struct nbr_inst *in = r->owner_data;
-	struct coop_context *ctx = r->ctx;
 	struct nbr_plan *p = in->p;
 	uint32_t v;
 
@@ -800,17 +896,17 @@ int coop_coll_start(struct coop_request *r)
 	in->ndone = in->finished = 0;
 	in->npend = in->nhold = 0;
 	in->err = COOP_SUCCESS;
-	if (!ctx->coll->running++)
-		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress,
-				slots_waiting);
-	memset(in->poisoned, 0, p->nv ? p->nv : 1);
 	if (p->slots && p->slots->streamed)
 		memset(in->part, 0, p->nv * sizeof(*in->part));
 	in->flat = p->slots && flat_plan(in);
-	if (in->flat) {
+	if (in->flat) {	/* nothing poisons: in->poisoned stays 0 */
 		flat_start(in);
+		if (!r->complete)
+			run_begin(in);
 		return COOP_SUCCESS;
 	}
+	run_begin(in);
+	memset(in->poisoned, 0, p->nv ? p->nv : 1);
 	for (v = 0; v < p->nv; v++)
 		in->deps[v] = p->v[v].ndeps;
 	for (v = 0; v < p->nv; v++)
@@ -825,6 +921,7 @@ int coop_coll_start_with(struct coop_request *r, const struct nbr_args *a)
 	struct nbr_inst *in = r->owner_data;
 
 	in->a = *a;
+	in->xv_ok = 0;
 	return coop_coll_start(r);
 }
 

@@ -143,6 +143,7 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 	free(s->order);
 	free(s->first);
 	free(s->grp);
+	free(s->flat_order);
 	free(s);
 }
 

@@ -174,8 +174,10 @@ static void req_complete(struct coop_request *r)
 		r->job.end_deferred = 1;
 		return;
 	}
-	req_account(r);
-	req_release_resources(r);
+	if (r->kind != REQ_COLL) {	/* no protocol, no registration */
+		req_account(r);
+		req_release_resources(r);
+	}
 	dlist_del(&r->alink);
 	r->status.error = r->err;
 	r->complete = 1;
