@@ -37,8 +37,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 		}
 		return COOP_SUCCESS;
 	}
-	if (r->prof_msg)	/* a profiled message's (most are not) */
-		coop_profile_completed(r);
+	coop_profile_completed(r);
 	err = r->err;
 	if (st) {
 		*st = r->status;

@@ -294,7 +294,7 @@ void coop_profile_posted(struct coop_request *r, uint64_t enter_ns)
 	r->prof_iter = pf->slot[pf->cur].iter;
 }
 
-void coop_profile_completed(struct coop_request *r)
+void coop_profile_msg_completed(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 	struct coop_profile *pf = ctx->proto->profile;
@@ -302,7 +302,7 @@ void coop_profile_completed(struct coop_request *r)
 	struct prof_log *l;
 	uint64_t now;
 
-	if (!r->prof_msg || !pf || pf->cur != r->prof_slot)
+	if (!pf || pf->cur != r->prof_slot)
 		return;
 	s = &pf->slot[r->prof_slot];
 	l = s->cur[r->prof_dir][r->peer];

@@ -239,7 +239,12 @@ COOP_HIDDEN void coop_profile_blocked(struct coop_context *ctx, uint64_t ns);
  * compute clock. */
 COOP_HIDDEN void coop_profile_posted(struct coop_request *r,
 				     uint64_t enter_ns);
-COOP_HIDDEN void coop_profile_completed(struct coop_request *r);
+COOP_HIDDEN void coop_profile_msg_completed(struct coop_request *r);
+static inline void coop_profile_completed(struct coop_request *r)
+{
+	if (r->prof_msg)	/* only a profiled message has an event */
+		coop_profile_msg_completed(r);
+}
 /* The protocol of rendezvous send r: the one predicted best for its
  * phase and destination, RGET while there is no prediction yet. */
 COOP_HIDDEN enum coop_proto coop_profile_choice(struct coop_context *ctx,
