@@ -26,10 +26,11 @@
  * reads the receiver's consumed count, which the receiver stores for
  * such calls.
  * Packed slots (a block of at most 64 bytes alone in its slot, direct
- * RTR; slots.c): 64 buffers of 16 bytes or 32 of 32 or 64, so a line
- * holds 4, 2 or 1 calls, and the receiver arms a line's canaries again
- * together once it took the line's last call.  A stream of calls then
- * moves a line per 1-4 calls, and the sender fills one line while
+ * RTR; slots.c): 128 buffers of 8 bytes, 64 of 16 or 32 of 32 or 64, so
+ * a line holds 8, 4, 2 or 1 calls, and the receiver arms a line's
+ * canaries again together once it took the line's last call (a block
+ * of 8 bytes is its buffer's canary word).  A stream of calls then
+ * moves a line per 1-8 calls, and the sender fills one line while
  * the receiver drains another (re-arming each buffer as it is taken
  * would write the line the sender is filling).  The consumed count is
  * stored with each re-arm, never before it: a collided buffer is free
@@ -95,8 +96,9 @@ _Static_assert(sizeof(struct slot_hdr) == 64 + 8 * SLOT_BUFS_MAX,
 	       "slot header");
 _Static_assert(offsetof(struct slot_hdr, flag[2 * SLOT_BUFS]) == SLOT_HDR,
 	       "a short header's flags and open slots' length words");
-_Static_assert(SLOT_LINES_PACKED * 4 <= SLOT_BUFS_MAX && SLOT_BUFS_MAX <= 64,
-	       "a packed slot's buffers of 16 B, a bit each in collided");
+_Static_assert(SLOT_LINES_PACKED * 8 <= SLOT_BUFS_MAX &&
+	       SLOT_BUFS_MAX <= 64 * SLOT_COLLIDED_WORDS,
+	       "a packed slot's buffers of 8 B, a bit each in collided");
 _Static_assert(SLOT_ENTRIES >= SLOT_BUFS_OPEN + 64 / SLOT_ENTRY,
 	       "buffer_free(): a call's entry is armed once the call a lap "
 	       "of buffers before it was taken");
@@ -113,6 +115,13 @@ _Static_assert(COOP_NBR_CANARY >> 63, "a trailer is never the canary");
 static struct slot_hdr *slot_of(const struct nbr_plan *p, uint32_t x)
 {
 	return (struct slot_hdr *)p->slots->base[x];
+}
+
+/* x's collision bits' word of buffer b (the bit: b % 64) */
+static uint64_t *collided_of(const struct nbr_slots *s, uint32_t x,
+			     uint64_t b)
+{
+	return &s->collided[(uint64_t)x * SLOT_COLLIDED_WORDS + b / 64];
 }
 
 static struct slot_group *group_of(const struct nbr_plan *p, uint32_t x)
@@ -229,8 +238,9 @@ static int frees(uint64_t consumed, uint64_t call, uint64_t bufs)
 static int slot_free(const struct nbr_plan *p, uint32_t x, uint64_t call)
 {
 	uint32_t lead = p->slots->grp[x].lead;
+	uint64_t b = buf_index(p, x, call);
 
-	if (p->slots->collided[lead] >> buf_index(p, x, call) & 1)
+	if (*collided_of(p->slots, lead, b) >> (b % 64) & 1)
 		return frees(LOAD_ACQ(&slot_of(p, x)->consumed), call,
 			     p->slots->grp[x].bufs);
 	return LOAD_ACQ(canary_of(p, x, call)) == COOP_NBR_CANARY;
@@ -347,10 +357,10 @@ static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
 	struct nbr_slots *s = p->slots;
 	size_t tail = COOP_MIN(len, (size_t)8);
 	uint64_t b = buf_index(p, x, call), word = 0;
-	uint64_t bit = 1ull << b;
+	uint64_t *collided = collided_of(s, x, b), bit = 1ull << (b % 64);
 
 	s->grp[x].writing = call + 1;
-	s->collided[x] |= bit;	/* unless the canary changes below */
+	*collided |= bit;	/* unless the canary changes below */
 	if (lost) {
 		__atomic_store_n(&h->flag[b], (call + 1) | FLAG_LOST,
 				 __ATOMIC_RELEASE);
@@ -366,7 +376,7 @@ static void publish(struct nbr_plan *p, uint32_t x, uint64_t call,
 	__atomic_store_n((uint64_t *)(void *)(end - 8), word,
 			 __ATOMIC_RELEASE);
 	if (word != COOP_NBR_CANARY) {
-		s->collided[x] &= ~bit;
+		*collided &= ~bit;
 		return;
 	}
 	s->flagged++;

@@ -167,8 +167,9 @@ struct slot_group {
 /* Buffers of a slot, taken by the calls in turn: a sender may run
  * SLOT_BUFS - 1 calls ahead of its receiver.  8 rather than 4: a
  * one-way stream of 8 B calls took 0.074 instead of 0.101 us per call
- * (2 ranks).  A static packed slot has 32, or 64 of 16 B (at least
- * SLOT_LINES_PACKED lines; at most 64: the collision bits): its lines
+ * (2 ranks).  A static packed slot has 32, 64 of 16 B or 128 of 8 B
+ * (at least SLOT_LINES_PACKED lines; at most SLOT_BUFS_MAX: the
+ * collision bits, SLOT_COLLIDED_WORDS words a slot): its lines
  * are re-armed whole, so 8 left the sender 4-8 calls ahead (8 B
  * stream: 0.13-0.16 -> 0.11-0.14 us where a line crossed slowest).
  * Sender and receiver work on lines apart the more lines there are:
@@ -179,7 +180,11 @@ struct slot_group {
  * of 16 B (sixteen lines) took 0.086-0.092 instead of 0.165-0.186 (Open
  * MPI 0.14-0.17), 16 B blocks 0.095 instead of 0.137.  32 of 64 B took
  * 0.11-0.13 instead of 0.19 (64 of 32 or 64 B: 0.14 / 0.17 instead of
- * 0.11; 128 B and more: no faster).  An open packed slot has 16, each
+ * 0.11; 128 B and more: no faster).  128 of 8 B (sixteen lines of
+ * eight calls) took 0.089 where 64 of 16 B took 0.085-0.092 (lines
+ * crossing slowly, before express calls); with express calls, 0.042
+ * instead of 0.061 where lines crossed fast (Open MPI 0.115), 0.065
+ * against 0.064 where slower (0.17).  An open packed slot has 16, each
  * of the open bound's size, and 64 entries (canary.c): sixteen lines of
  * them took 0.085-0.096 us per call of a stream of 8 B where four took
  * 0.15-0.18 (Open MPI 0.13-0.17); 64 buffers too would take four times
@@ -187,7 +192,8 @@ struct slot_group {
 #define SLOT_BUFS 8u
 #define SLOT_BUFS_PACKED 32u
 #define SLOT_LINES_PACKED 16u
-#define SLOT_BUFS_MAX 64u
+#define SLOT_BUFS_MAX 128u
+#define SLOT_COLLIDED_WORDS (SLOT_BUFS_MAX / 64)
 #define SLOT_BUFS_OPEN 16u
 #define SLOT_ENTRIES 64u
 /* An open packed slot's entries (canary.c), after its buffers: a data
@@ -220,8 +226,9 @@ struct nbr_slots {
 	uint32_t *pos;		/* [nxf] a leader's node among its
 				 * sender's */
 	uint64_t *next;		/* [nxf] ours to take: the next call */
-	uint64_t *collided;	/* [nxf] ours to send: bit b, buffer b's
-				 * last data left the canary in place */
+	uint64_t *collided;	/* [nxf * SLOT_COLLIDED_WORDS] ours to
+				 * send: bit b, buffer b's last data left
+				 * the canary in place */
 	struct slot_group *grp;	/* [nxf] see below */
 	unsigned arity;		/* RTR tree's; 0: direct RTR */
 	uint64_t tree_seen;	/* our tree's top's least count, last read */

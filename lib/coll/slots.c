@@ -14,8 +14,8 @@
  * Every rank has one window, /dev/shm/coopmpi-<key>-nbr-<rank>-<id>,
  * with a slot per transfer it receives (both ops' plans): a line its
  * owner writes (calls consumed, the tree word), two lines the sender
- * writes (the collision flags; four or eight in a static packed slot),
- * then SLOT_BUFS buffers (16-64 in a packed slot; calls take them in
+ * writes (the collision flags; 4-16 in a static packed slot), then
+ * SLOT_BUFS buffers (32-128 in a packed slot; calls take them in
  * turn), and an open packed slot's entries.
  * The layout follows from the plans, which every rank computes alike,
  * so no rank tells another where anything is; the windows are created,
@@ -32,10 +32,11 @@
 #include "coll.h"
 
 #define WIN_MAGIC	0x434e5757U	/* "CNWW" */
-#define WIN_VERSION	6	/* 3: packed slots, 4: open ones' entries,
+#define WIN_VERSION	7	/* 3: packed slots, 4: open ones' entries,
 				 * 5: 32-64 packed buffers, 6: buffers a
 				 * line apart past 2 KiB multiples, 64
-				 * open entries, packed buffers of 16 B */
+				 * open entries, packed buffers of 16 B,
+				 * 7: 128 packed buffers of 8 B */
 #define WIN_HDR		64u
 #define TAG_AGREE	(COOP_TAG_UB - 5)
 #define TAG_AGREED	(COOP_TAG_UB - 6)
@@ -119,7 +120,8 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->parts = calloc(nxf + 1, sizeof(*s->parts));
 	s->pos = calloc(nxf + 1, sizeof(*s->pos));
 	s->next = calloc(nxf + 1, sizeof(*s->next));
-	s->collided = calloc(nxf + 1, sizeof(*s->collided));
+	s->collided = calloc((nxf + 1) * SLOT_COLLIDED_WORDS,
+			     sizeof(*s->collided));
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
 	s->grp = calloc(nxf + 1, sizeof(*s->grp));
@@ -274,7 +276,7 @@ static int groups_form(const struct coop_topo *t, struct nbr_plan *p)
 }
 
 /* A line's share of x's calls when x's slot is packed (its buffer's
- * bytes, at least 16; an open slot's entry's); 0: it is not. */
+ * bytes, at least 8; an open slot's entry's); 0: it is not. */
 static uint64_t packed_share(const struct coop_topo *t,
 			     const struct nbr_plan *p, uint32_t x)
 {
@@ -289,15 +291,15 @@ static uint64_t packed_share(const struct coop_topo *t,
 	len = exact_len(t, p, &p->xf[x]);
 	if (!len || len > 64)
 		return 0;
-	for (share = 16; share < len; share *= 2)
+	for (share = 8; share < len; share *= 2)
 		;
 	return share;
 }
 
 /* A static block of at most 64 bytes alone in its slot, whose sender
- * receives nothing in the call, with direct RTR, gets 64 buffers of 16
- * bytes or 32 of 32 or 64, at least SLOT_LINES_PACKED lines (coll.h):
- * a line holds 1-4 calls, re-armed together (canary.c).
+ * receives nothing in the call, with direct RTR, gets 128 buffers of 8
+ * bytes, 64 of 16 or 32 of 32 or 64, at least SLOT_LINES_PACKED lines
+ * (coll.h): a line holds 1-8 calls, re-armed together (canary.c).
  * Such a sender streams ahead of its receiver, and a line moved there
  * and back per call bounded the stream; where both ends receive, each
  * call waits for the other's line, and a line shared with the next
