@@ -2159,13 +2159,13 @@ END_TEST
 
 /* Packed slots: rank 0 of a hot spot without replies sends each other
  * rank one block and receives nothing, so with exact sizes of at most
- * 64 B and direct RTR its slots' 32 or 64 buffers take 16-64 B each (up
- * to 4 calls a line) and a line is re-armed after its last call.  Calls
- * per size: each of the 64 buffers used five times or more; the
+ * 64 B and direct RTR its slots' 32-128 buffers take 8-64 B each (up
+ * to 8 calls a line) and a line is re-armed after its last call.  Calls
+ * per size: each of the 128 buffers used five times or more; the
  * receivers come late to every fifth call, so the sender waits for
  * buffers whose lines are taken in part (a count stored before its line
  * is armed again let it write a buffer the re-arm then wiped: a hang). */
-#define PACKED_CALLS 323u
+#define PACKED_CALLS 643u
 
 struct packed_case {
 	const char *const *env;
