@@ -718,8 +718,10 @@ COOP_API int coop_buffer_detach(coop_context_t *ctx, void **buf, size_t *size);
  * Without STATIC_BUFFERS, blocks of at most COOP_NEIGHBOR_SLOT_OPEN
  * (64 KiB) go through open slots in the receiver's shared memory: the
  * sender writes the data, ending at the canary as in a static slot, and
- * the buffer's length word when the length changed - or for a larger
- * block only a length word saying that the block comes as a message.
+ * the buffer's length word when the length changed.  A larger block, up
+ * to COOP_NEIGHBOR_STREAM_MAX (direct RTR), streams through the slot in
+ * parts of a buffer, each with the block's length; a larger one still
+ * gets only a length word saying that it comes as a message.
  * Readiness is seen as with static slots; sizes that the two ends do
  * not agree on fail as for messages (COOP_ERR_TRUNCATE: more came, the
  * receive block holds its first bytes; COOP_ERR_COUNT: fewer).  Where
@@ -787,8 +789,9 @@ typedef struct coop_topo_info {
 	int slotted[2];		/* this rank's messages with a slot (static
 				 * or open) */
 	uint64_t slot_sends[2];	/* messages this rank wrote into slots,
-				 * all calls so far (open slots: data of
-				 * at most COOP_NEIGHBOR_SLOT_OPEN) */
+				 * all calls so far, a streamed block's
+				 * parts each (open slots: not those that
+				 * went as messages) */
 	uint64_t canary_flags[2];	/* ... of them whose last 8 bytes
 					 * were COOP_NBR_CANARY: completion
 					 * was flagged apart (see below) */
@@ -801,7 +804,7 @@ typedef struct coop_topo_info {
 				 * RTR), streamed through more buffers
 				 * whose lines are re-armed whole: a
 				 * block of at most 64 B alone in its
-				 * static slot (32-64 buffers, 1-4 calls
+				 * static slot (32-128 buffers, 1-8 calls
 				 * a line), or an open slot's trailers
 				 * (and data of up to 8 B; 4 a line) */
 } coop_topo_info_t;

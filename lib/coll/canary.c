@@ -63,6 +63,14 @@
  * one size finds the word in its cache (2 ranks exchanging 64 B, plain
  * calls: 0.55 -> 0.41 us per call where Open MPI took 0.58).  A trailer
  * has the top bit clear, the canary has it set.
+ * A block larger than the slot's buffer, up to the stream bound
+ * (COOP_NEIGHBOR_STREAM_MAX, direct RTR), streams: a turn per part of a
+ * buffer, each trailer the block's length, so the receiver learns from
+ * the first how many turns the block takes whatever its own size, and
+ * both ends stay in step; a length that changes between parts, or past
+ * NBR_STREAM_LIMIT, no sender writes.  Here, as for streamed static
+ * slots, callers pass turns where this file says calls (sched.c counts
+ * an open slot's turns at each end).
  * Packed open slots (the sender receives nothing in the call; slots.c):
  * the trailers are in 64 entries of 16 bytes after the 16 buffers,
  * four to a line and re-armed a line at a time as in packed slots, and
@@ -278,10 +286,35 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 	return frees(least, call, SLOT_BUFS);
 }
 
-/* Does an open slot take len bytes (else they come as a message)? */
-static int fits(const struct nbr_slots *s, uint32_t x, size_t len)
+/* Does an open slot take len bytes in one buffer? */
+static int fits(const struct nbr_slots *s, uint32_t x, uint64_t len)
 {
 	return len <= s->open && len <= s->cap[x];
+}
+
+/* May a block of len bytes stream through x's open slot: at most
+ * NBR_STREAM_LIMIT, in fewer than 2^32 parts (a receiver's bound: the
+ * sender's COOP_NEIGHBOR_STREAM_MAX is its own)? */
+static int stream_ok(const struct nbr_slots *s, uint32_t x, uint64_t len)
+{
+	return len <= NBR_STREAM_LIMIT && (len - 1) / s->cap[x] < UINT32_MAX;
+}
+
+/* Does an open slot take a block of len bytes in parts of a buffer
+ * (else one that does not fit comes as a message)? */
+static int streams(const struct nbr_slots *s, uint32_t x, uint64_t len)
+{
+	return len <= s->stream && s->cap[x] && stream_ok(s, x, len);
+}
+
+uint32_t coop_nbr_open_turns(const struct nbr_plan *p, uint32_t x,
+			     uint64_t len, int lost)
+{
+	const struct nbr_slots *s = p->slots;
+
+	if (lost || fits(s, x, len) || !streams(s, x, len))
+		return 1;
+	return (uint32_t)((len + s->cap[x] - 1) / s->cap[x]);
 }
 
 /* An open packed slot's call of len bytes: its data in a buffer
@@ -523,16 +556,16 @@ static void entry_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 	__atomic_store_n(canary_of(p, x, call), trailer, __ATOMIC_RELEASE);
 }
 
-int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
-			const void *src, size_t len, int lost)
+int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t turn,
+			const void *src, size_t len, uint64_t total, int lost)
 {
-	uint64_t trailer = COOP_MIN((uint64_t)len, TRAILER_LEN);
+	uint64_t trailer = COOP_MIN(total, TRAILER_LEN);
 	int rc = COOP_SUCCESS;
 
 	if (lost) {
 		trailer = 0;
 		len = 0;
-	} else if (fits(p->slots, x, len)) {
+	} else if (fits(p->slots, x, total) || streams(p->slots, x, total)) {
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {
@@ -541,65 +574,79 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t call,
 		len = 0;
 	}
 	if (p->slots->at[x].entries)
-		entry_write(p, x, call, src, len, trailer);
+		entry_write(p, x, turn, src, len, trailer);
 	else
-		canary_write(p, x, call, src, len, trailer);
+		canary_write(p, x, turn, src, len, trailer);
 	return rc;
 }
 
-/* Receiver: call's data as its trailer (or length word) tells, into
- * dst of len bytes; SLOT_MSG, SLOT_BAD, or as coop_nbr_open_take(). */
-static int open_copy(const struct nbr_plan *p, uint32_t x, uint64_t call,
-		     uint64_t trailer, void *dst, size_t len)
-{
-	uint64_t sent = trailer & TRAILER_LEN;
+/* A receiver's view of one turn of an open slot: the block's bytes so
+ * far (UINT64_MAX: none seen), where this turn's part begins, and the
+ * receive block. */
+struct open_dst {
+	uint64_t *total;
+	uint64_t off;
+	unsigned char *buf;
+	size_t len;
+};
 
-	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG)
+/* Receiver: turn's data as its trailer (or length word) tells, into
+ * d's block; SLOT_MSG, SLOT_BAD, or as coop_nbr_open_take(). */
+static int open_copy(const struct nbr_plan *p, uint32_t x, uint64_t turn,
+		     uint64_t trailer, const struct open_dst *d)
+{
+	uint64_t sent = trailer & TRAILER_LEN, n;
+
+	if ((trailer & ~TRAILER_LEN) == TRAILER_MSG && !d->off)
 		return SLOT_MSG;
-	if ((trailer & ~TRAILER_LEN) != TRAILER_DATA || sent > p->slots->cap[x])
+	if ((trailer & ~TRAILER_LEN) != TRAILER_DATA ||
+	    (d->off && (d->off >= sent || sent != *d->total)) ||
+	    (sent > p->slots->cap[x] && !stream_ok(p->slots, x, sent)))
 		return SLOT_BAD;
-	if (sent && len)
-		memcpy(dst, open_data(p, x, call, sent),
-		       COOP_MIN(sent, (uint64_t)len));
-	return sent == len ? COOP_SUCCESS :
-	       sent > len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
+	*d->total = sent;
+	n = COOP_MIN(sent - d->off, p->slots->cap[x]);
+	if (n && d->off < d->len)
+		memcpy(d->buf + d->off, open_data(p, x, turn, n),
+		       COOP_MIN(n, d->len - d->off));
+	return sent == d->len ? COOP_SUCCESS :
+	       sent > d->len ? COOP_ERR_TRUNCATE : COOP_ERR_COUNT;
 }
 
-static int canary_take(struct nbr_plan *p, uint32_t x, uint64_t call,
-		       void *dst, size_t len)
+static int canary_take(struct nbr_plan *p, uint32_t x, uint64_t turn,
+		       const struct open_dst *d)
 {
 	uint64_t flag;
-	int rc = arrived(p, x, call, &flag);
+	int rc = arrived(p, x, turn, &flag);
 
 	if (rc == SLOT_WAIT)
 		return take_wait(p, x);
 	if (!rc)
-		rc = open_copy(p, x, call, LOAD_ACQ(len_word(p, x, call)), dst,
-			       len);
-	taken(p, x, call, flag);
+		rc = open_copy(p, x, turn, LOAD_ACQ(len_word(p, x, turn)), d);
+	taken(p, x, turn, flag);
 	return rc;
 }
 
-static int entry_take(struct nbr_plan *p, uint32_t x, uint64_t call,
-		      void *dst, size_t len)
+static int entry_take(struct nbr_plan *p, uint32_t x, uint64_t turn,
+		      const struct open_dst *d)
 {
-	uint64_t trailer = LOAD_ACQ(canary_of(p, x, call));
+	uint64_t trailer = LOAD_ACQ(canary_of(p, x, turn));
 	int rc;
 
 	if (trailer == COOP_NBR_CANARY)
 		return take_wait(p, x);
-	rc = trailer ? open_copy(p, x, call, trailer, dst, len) :
-		       COOP_ERR_PEER_DEAD;
-	taken(p, x, call, 0);
+	rc = trailer ? open_copy(p, x, turn, trailer, d) : COOP_ERR_PEER_DEAD;
+	taken(p, x, turn, 0);
 	return rc;
 }
 
-int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t call,
-		       void *dst, size_t len)
+int coop_nbr_open_take(struct nbr_plan *p, uint32_t x, uint64_t turn,
+		       uint64_t *total, uint64_t off, void *dst, size_t len)
 {
-	if (p->slots->next[x] != call)
+	const struct open_dst d = { total, off, dst, len };
+
+	if (p->slots->next[x] != turn)
 		return take_wait(p, x);
 	if (p->slots->at[x].entries)
-		return entry_take(p, x, call, dst, len);
-	return canary_take(p, x, call, dst, len);
+		return entry_take(p, x, turn, &d);
+	return canary_take(p, x, turn, &d);
 }

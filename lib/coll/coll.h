@@ -225,7 +225,11 @@ struct nbr_slots {
 	uint32_t *first;	/* [n + 1] sender s's: order[first[s] ..) */
 	uint32_t *pos;		/* [nxf] a leader's node among its
 				 * sender's */
-	uint64_t *next;		/* [nxf] ours to take: the next call */
+	uint64_t *next;		/* [nxf] ours to take: the next call (a
+				 * streamed slot's: turn) */
+	uint64_t *calls;	/* [nxf] open slots: calls our end of x
+				 * ended - the next call's turns begin
+				 * where the last one's ended */
 	uint64_t *collided;	/* [nxf * SLOT_COLLIDED_WORDS] ours to
 				 * send: bit b, buffer b's last data left
 				 * the canary in place */
@@ -239,6 +243,10 @@ struct nbr_slots {
 				 * the most bytes an open slot takes
 				 * (COOP_NEIGHBOR_SLOT_OPEN), each call's
 				 * length in a trailer word; 0: fixed */
+	uint64_t stream;	/* open slots: larger blocks up to this
+				 * stream through them in parts of a
+				 * buffer (COOP_NEIGHBOR_STREAM_MAX; 0:
+				 * they go as messages) */
 	/* sched.c's (flat_plan): does a call run flat (no wave front),
 	 * its vertices in the order it takes them, may it go express */
 	enum { FLAT_UNKNOWN, FLAT_YES, FLAT_NO } flat;
@@ -361,6 +369,10 @@ static inline size_t coop_nbr_part_len(size_t len, uint32_t parts)
 {
 	return (len + parts - 1) / parts;
 }
+/* The most bytes a block streams through an open slot: the bound of
+ * COOP_NEIGHBOR_STREAM_MAX (core/config.c), so a trailer past it is
+ * none a sender writes. */
+#define NBR_STREAM_LIMIT (1ull << 40)
 #define SLOT_WAIT (-1)
 #define SLOT_MSG (-2)	/* open slot: the data comes as a message */
 #define SLOT_BAD (-3)	/* open slot: its sender broke the protocol */
@@ -391,19 +403,28 @@ COOP_HIDDEN int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x,
 /* Receiver: call of x went another way; count it consumed. */
 COOP_HIDDEN void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x,
 				    uint64_t call);
-/* Open slots: the sender writes call's data and its length (SUCCESS),
- * or only that it comes as a message of len bytes (SLOT_MSG), or that
- * there is none (lost). */
+/* Open slots: the turns a block of len bytes takes (lost: none to
+ * give, one turn): one, or a streamed block's parts of a buffer each. */
+COOP_HIDDEN uint32_t coop_nbr_open_turns(const struct nbr_plan *p,
+					 uint32_t x, uint64_t len, int lost);
+/* Open slots, sender: write turn's data, len bytes of a block of total
+ * (a streamed block's part; else all of it), with the block's length
+ * (SUCCESS), or only that it comes as a message of total bytes
+ * (SLOT_MSG), or that there is none (lost). */
 COOP_HIDDEN int coop_nbr_open_write(struct nbr_plan *p, uint32_t x,
-				    uint64_t call, const void *src,
-				    size_t len, int lost);
-/* Open slots, receiver: take call's data into dst (len bytes):
- * COOP_SUCCESS, SLOT_WAIT, SLOT_MSG (receive it as a message),
- * COOP_ERR_TRUNCATE (more came: dst filled) or COOP_ERR_COUNT (fewer),
- * COOP_ERR_PEER_DEAD (the sender had none), SLOT_BAD (a trailer no
- * sender writes: a length past the buffer, unknown bits). */
+				    uint64_t turn, const void *src,
+				    size_t len, uint64_t total, int lost);
+/* Open slots, receiver: take turn's data, the part at byte off of the
+ * sender's block, into dst (the block, len bytes); *total: the block's
+ * length, UINT64_MAX before its first turn (then set from the trailer).
+ * COOP_SUCCESS, SLOT_WAIT, SLOT_MSG (receive it as a message; a first
+ * turn only), COOP_ERR_TRUNCATE (more came: dst filled) or
+ * COOP_ERR_COUNT (fewer), COOP_ERR_PEER_DEAD (the sender had none),
+ * SLOT_BAD (a trailer no sender writes: unknown bits, a part past the
+ * block, a length that changed between parts). */
 COOP_HIDDEN int coop_nbr_open_take(struct nbr_plan *p, uint32_t x,
-				   uint64_t call, void *dst, size_t len);
+				   uint64_t turn, uint64_t *total,
+				   uint64_t off, void *dst, size_t len);
 
 /* ---------------- running a plan (sched.c) ---------------- */
 

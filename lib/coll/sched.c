@@ -19,7 +19,12 @@
  *
  * A transfer with a slot (slots.c) is a slot vertex instead, polled by
  * the upcall; an open slot's vertex becomes a request when the slot
- * says its data is larger than the slot (SLOT_MSG).
+ * says its data goes as a message (SLOT_MSG: larger than the slot and
+ * the stream bound).  A streamed block takes a turn of its slot per
+ * part: a static slot's calls take its parts count each, so a call's
+ * turns follow from its number; an open slot's calls take what their
+ * sizes need, so each end counts its turns, and a call's vertex begins
+ * once the call before ended there (open_try).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +52,10 @@ struct nbr_inst {
 	struct part_state {	/* [nv] a streamed slot's vertex: */
 		uint32_t done;	/* parts written or taken this call */
 		int rc;		/* the first one's error */
+		uint32_t turns;	/* an open slot's vertex: this call's
+				 * (0: not begun) */
+		uint64_t total;	/* and its block's bytes (receiver: as
+				 * the trailer tells, UINT64_MAX before) */
 	} *part;
 	uint32_t npend;
 	uint32_t *hold;		/* [nv] RTR tree nodes we publish till
@@ -180,11 +189,18 @@ static void hold_start(struct nbr_inst *in, uint32_t x)
 
 /* The slot's own count of v's turns: the call, or for a streamed slot
  * the part of it v is at (each part takes a buffer as a call would;
- * an unstreamed vertex's done stays 0). */
+ * an unstreamed vertex's done stays 0).  An open slot's calls take
+ * their own numbers of turns: its ends count them (our next turn to
+ * write or take; a vertex uses it once the call before ended there). */
 static uint64_t slot_turn(const struct nbr_inst *in, uint32_t v)
 {
-	return in->call * in->p->slots->parts[in->p->v[v].xfer] +
-	       in->part[v].done;
+	const struct nbr_slots *s = in->p->slots;
+	const struct nbr_vertex *vx = &in->p->v[v];
+
+	if (s->open)
+		return vx->kind == V_SEND ? s->grp[vx->xfer].writing :
+					    s->next[vx->xfer];
+	return in->call * s->parts[vx->xfer] + in->part[v].done;
 }
 
 static int slot_send(struct nbr_inst *in, uint32_t v, uint64_t turn,
@@ -194,18 +210,22 @@ static int slot_send(struct nbr_inst *in, uint32_t v, uint64_t turn,
 
 	if (in->p->slots->open)
 		return coop_nbr_open_write(in->p, vx->xfer, turn, buf, len,
-					   in->poisoned[v]);
+					   in->part[v].total, in->poisoned[v]);
 	coop_nbr_slot_write(in->p, vx->xfer, turn, buf, len, in->poisoned[v]);
 	return COOP_SUCCESS;
 }
 
+/* buf, len: the part's bytes; an open slot's receiver: the block's */
 static int slot_take(struct nbr_inst *in, uint32_t v, uint64_t turn,
 		     char *buf, size_t len)
 {
+	struct part_state *ps = &in->part[v];
 	uint32_t x = in->p->v[v].xfer;
 
 	if (in->p->slots->open)
-		return coop_nbr_open_take(in->p, x, turn, buf, len);
+		return coop_nbr_open_take(in->p, x, turn, &ps->total,
+					  ps->done * in->p->slots->cap[x], buf,
+					  len);
 	return coop_nbr_slot_take(in->p, x, turn, buf, len);
 }
 
@@ -264,6 +284,73 @@ static int parts_try(struct nbr_inst *in, uint32_t v, char *buf, size_t len)
 	return ps->rc;
 }
 
+/* An open slot's vertex begins once the call before ended at our end
+ * of the slot: the sender knows its turns, the receiver learns them
+ * from the first one's trailer. */
+static int open_begin(struct nbr_inst *in, uint32_t v, int send, size_t len)
+{
+	struct part_state *ps = &in->part[v];
+	uint32_t x = in->p->v[v].xfer;
+
+	if (in->p->slots->calls[x] != in->call)
+		return 0;
+	ps->turns = send ? coop_nbr_open_turns(in->p, x, len,
+					       in->poisoned[v]) : 1;
+	ps->total = send ? len : UINT64_MAX;
+	return 1;
+}
+
+/* One turn of open slot vertex v: the sender's part of a buffer (the
+ * whole block when it does not stream), the receiver's into its block
+ * as the trailer says - the first one's, more than a buffer, that its
+ * sender streams it. */
+static int open_turn(struct nbr_inst *in, uint32_t v, int send, char *buf,
+		     size_t len)
+{
+	struct part_state *ps = &in->part[v];
+	const struct nbr_slots *s = in->p->slots;
+	uint32_t x = in->p->v[v].xfer;
+	uint64_t cap = s->cap[x], off;
+	int rc;
+
+	if (send) {
+		off = (uint64_t)ps->done * cap;
+		return turn_try(in, v, s->grp[x].writing, buf + off,
+				ps->turns > 1 ? COOP_MIN(cap, len - off) : len);
+	}
+	rc = turn_try(in, v, s->next[x], buf, len);
+	if (!ps->done && ps->total != UINT64_MAX && ps->total > cap)
+		ps->turns = (uint32_t)((ps->total + cap - 1) / cap);
+	return rc;
+}
+
+/* An open slot's vertex: its turns, as far as they go (every one taken
+ * even after one failed, as in parts_try).  Once they are all done, or
+ * its data goes as a message, the slot's next call may begin. */
+static int open_try(struct nbr_inst *in, uint32_t v, char *buf, size_t len)
+{
+	struct part_state *ps = &in->part[v];
+	int send = in->p->v[v].kind == V_SEND, rc;
+
+	if (!ps->turns && !open_begin(in, v, send, len))
+		return SLOT_WAIT;
+	do {
+		rc = open_turn(in, v, send, buf, len);
+		if (rc == SLOT_WAIT)
+			return SLOT_WAIT;
+		if (rc == SLOT_MSG)
+			break;
+		if (rc && !ps->rc)
+			ps->rc = rc;
+	} while (++ps->done < ps->turns);
+	in->p->slots->calls[in->p->v[v].xfer]++;
+	if (rc != SLOT_MSG)
+		rc = ps->rc;
+	ps->turns = ps->done = 0;
+	ps->rc = 0;
+	return rc;
+}
+
 /* One try of slot vertex v: SLOT_WAIT, SLOT_MSG (its data goes as a
  * message), or its result. */
 static int slot_try(struct nbr_inst *in, uint32_t v)
@@ -272,6 +359,8 @@ static int slot_try(struct nbr_inst *in, uint32_t v)
 	size_t len;
 	char *buf = ref_addr(in, &vx->ref, &len);
 
+	if (in->p->slots->open)
+		return open_try(in, v, buf, len);
 	if (in->p->slots->parts[vx->xfer] > 1)
 		return parts_try(in, v, buf, len);
 	return turn_try(in, v, in->call, buf, len);

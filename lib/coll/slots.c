@@ -6,7 +6,9 @@
  * up to COOP_NEIGHBOR_SLOT_MAX) are the paper's; without that hint the
  * calls' sizes are not fixed, and open slots (up to
  * COOP_NEIGHBOR_SLOT_OPEN) carry each call's length after the data
- * (canary.c) - a plain call then skips the MPI layer too.  Open slots
+ * (canary.c) - a plain call then skips the MPI layer too; larger blocks
+ * stream through them in parts of a buffer, up to
+ * COOP_NEIGHBOR_STREAM_MAX (s->stream; with direct RTR).  Open slots
  * are an optimisation only: they are halved while a window would pass
  * OPEN_WIN_MAX, and a topology whose windows cannot be made goes
  * without them.
@@ -120,13 +122,15 @@ static int slots_alloc(struct nbr_slots *s, uint32_t nxf, int n)
 	s->parts = calloc(nxf + 1, sizeof(*s->parts));
 	s->pos = calloc(nxf + 1, sizeof(*s->pos));
 	s->next = calloc(nxf + 1, sizeof(*s->next));
+	s->calls = calloc(nxf + 1, sizeof(*s->calls));
 	s->collided = calloc((nxf + 1) * SLOT_COLLIDED_WORDS,
 			     sizeof(*s->collided));
 	s->order = calloc(nxf + 1, sizeof(*s->order));
 	s->first = calloc((size_t)n + 1, sizeof(*s->first));
 	s->grp = calloc(nxf + 1, sizeof(*s->grp));
 	return s->off && s->base && s->at && s->cap && s->parts && s->pos &&
-	       s->next && s->collided && s->order && s->first && s->grp ?
+	       s->next && s->calls && s->collided && s->order && s->first &&
+	       s->grp ?
 	       0 : -1;
 }
 
@@ -141,6 +145,7 @@ void coop_nbr_slots_free(struct nbr_slots *s)
 	free(s->parts);
 	free(s->pos);
 	free(s->next);
+	free(s->calls);
 	free(s->collided);
 	free(s->order);
 	free(s->first);
@@ -375,6 +380,8 @@ static int slots_lay_out(const struct coop_topo *t, struct nbr_plan *p,
 	if (groups_form(t, p))
 		return -1;
 	s->arity = t->ctx->cfg.nbr_rtr_tree ? t->ctx->cfg.nbr_rtr_arity : 0;
+	/* an RTR tree counts every slot of a sender alike, in calls */
+	s->stream = open && !s->arity ? t->ctx->cfg.nbr_stream_max : 0;
 	slots_pack(t, p);
 	for (x = 0; x < p->nxf; x++) {
 		int to = p->xf[x].to;

@@ -217,18 +217,22 @@ static const struct cfg_entry table[] = {
 	  "0: never" },
 	{ "COOP_NEIGHBOR_STREAM_MAX", CFG_SIZE, FIELD(nbr_stream_max), "16m", 0,
 	  TIB, NULL, 1,
-	  "COOP_TOPO_STATIC_BUFFERS with COOP_TOPO_EXACT_BYTES and direct "
-	  "RTR: blocks larger than COOP_NEIGHBOR_SLOT_MAX and up to this "
-	  "stream through their slot, in parts of at most "
-	  "COOP_NEIGHBOR_SLOT_MAX, the receiver copying one part out while "
-	  "the sender writes the next; 0: never" },
+	  "neighborhood collectives, direct RTR: blocks larger than a slot "
+	  "and up to this stream through it in parts of a slot buffer, the "
+	  "receiver copying one part out while the sender writes the next "
+	  "- static slots (COOP_TOPO_STATIC_BUFFERS with "
+	  "COOP_TOPO_EXACT_BYTES, parts of at most COOP_NEIGHBOR_SLOT_MAX) "
+	  "and open ones (each call's block, parts of "
+	  "COOP_NEIGHBOR_SLOT_OPEN); larger blocks are point-to-point "
+	  "messages; 0: never" },
 	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "64k", 0,
 	  64 * KIB, NULL, 1,
 	  "neighborhood collectives of topologies without "
 	  "COOP_TOPO_STATIC_BUFFERS: messages of at most this go through "
 	  "slots in the receiver's shared memory too, each call's length "
-	  "in a word after the data (larger ones say there that they come "
-	  "as point-to-point messages); 0: never" },
+	  "in a word after the data (larger ones stream through in parts "
+	  "up to COOP_NEIGHBOR_STREAM_MAX, or say there that they come as "
+	  "point-to-point messages); 0: never" },
 	{ "COOP_NEIGHBOR_RTR", CFG_ENUM, FIELD(nbr_rtr_tree), "direct", 0, 0,
 	  rtr_words, 1,
 	  "static slots: how a sender learns that a receiver took the data "

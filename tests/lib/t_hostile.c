@@ -300,10 +300,11 @@ END_TEST
 #define OPEN_LEN_WORDS 128
 #define OPEN_BUF 65536
 
-/* Trailers no sender writes: a length just past the slot's buffer,
- * far past it, unknown bits, both kinds. */
+/* Trailers no sender writes: a length just past the most a block may
+ * stream through a slot (1 TiB, COOP_NEIGHBOR_STREAM_MAX's bound), far
+ * past it, unknown bits, both kinds. */
 static const uint64_t bad_trailers[] = {
-	(1ull << 62) | (OPEN_BUF + 808), (1ull << 62) | (1ull << 40),
+	(1ull << 62) | ((1ull << 40) + OPEN_BUF), (1ull << 62) | (1ull << 47),
 	0x1234ull << 48, (3ull << 61) | 8,
 };
 #define NBAD_TRAILERS ((int)(sizeof(bad_trailers) / sizeof(bad_trailers[0])))

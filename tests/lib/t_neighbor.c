@@ -24,7 +24,9 @@
  * spot, sizes checked); bad arguments and graphs the ranks disagree on;
  * a neighbour killed during an alltoall.  Open slots (no hints): every
  * message has one, blocks of up to 64 KiB are written there (counted),
- * twelve calls at once whose blocks change size from call to call,
+ * larger ones streamed through them in parts (counted; past
+ * COOP_NEIGHBOR_STREAM_MAX messages), twenty calls at once whose blocks
+ * change size from call to call,
  * sizes the two ends disagree on (errors as for messages, never a
  * hang), a topology whose windows would be too large, and
  * COOP_NEIGHBOR_SLOT_OPEN=0.  COOP_TOPO_STATIC_BUFFERS:
@@ -34,7 +36,8 @@
  * the first call; blocks ending in the canary's bytes (flag counted
  * exactly); packed slots (a sender that receives nothing, blocks of at
  * most 64 B: 1-8 calls a line, its receivers late); a rank killed
- * between calls (and a packed slot's sender).
+ * between calls (and a packed slot's sender); one killed while its
+ * 1 MiB blocks stream through open slots.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -649,6 +652,7 @@ END_TEST
 
 #define OPEN_MAX 65536		/* COOP_NEIGHBOR_SLOT_OPEN's default */
 #define OPEN_PAST (OPEN_MAX + 3808)	/* a block past an open slot */
+#define OPEN_BIG (3 * OPEN_MAX + 5)	/* four parts of a buffer */
 #define OPEN_CALLS 20		/* outstanding at once: past 16 buffers */
 #define OPEN_STREAM 40		/* blocking calls of a size in a row */
 
@@ -688,14 +692,19 @@ static void open_outstanding(struct rk *k)
 	coop_request_t *req[OPEN_CALLS];
 	coop_status_t st[OPEN_CALLS];
 	struct call c[OPEN_CALLS];
-	int i;
+	int i, rc;
 
 	for (i = 0; i < OPEN_CALLS; i++) {
 		open_setup(&c[i], k, i);
 		call_fill(&c[i], k);
 		T_OK(call_post(&c[i], k->topo, M_NONBLOCK, &req[i]));
 	}
-	T_OK(coop_waitall(OPEN_CALLS, req, st));
+	rc = coop_waitall(OPEN_CALLS, req, st);
+	for (i = 0; rc && i < OPEN_CALLS; i++)
+		fprintf(stderr, "[rank %d] open call %d of %d: %s\n", k->rank,
+			i, OPEN_CALLS, coop_strerror(st[i].error));
+	T_ASSERT(rc == COOP_SUCCESS, "open calls: waitall: %s",
+		 coop_strerror(rc));
 	for (i = 0; i < OPEN_CALLS; i++) {
 		snprintf(k->what, sizeof(k->what), "open call %d of %d", i,
 			 OPEN_CALLS);
@@ -734,6 +743,17 @@ static void open_counted(struct rk *k, size_t bytes, uint64_t expect)
 	open_counted_op(k, OP_A2A, bytes, expect);
 }
 
+/* The slot writes of a call of blocks of bytes with deg destinations
+ * per op, open slots of OPEN_MAX: one per block that fits, a block's
+ * parts when it streams (stream: COOP_NEIGHBOR_STREAM_MAX), else none. */
+static uint64_t open_writes(size_t bytes, int deg, size_t stream)
+{
+	if (bytes <= OPEN_MAX)
+		return (uint64_t)deg;
+	return bytes <= stream ?
+	       (uint64_t)deg * ((bytes + OPEN_MAX - 1) / OPEN_MAX) : 0;
+}
+
 /* OPEN_STREAM blocking calls of bytes each, allgathers and alltoalls
  * in turn (both ops' slots in use), the receivers late to every fifth,
  * so a sender that runs ahead waits for its buffers. */
@@ -749,20 +769,24 @@ static void open_stream(struct rk *k, size_t bytes, uint64_t expect)
 }
 
 /* OPEN_MIXED blocking calls whose sizes take turns between an entry's
- * word (up to 8 B) and a buffer, the receivers late to every seventh:
- * a packed slot's sender runs ahead on its 64 entries while a call with
- * a buffer waits for the receiver to take the one 16 calls before. */
+ * word (up to 8 B), a buffer and a stream of parts (whose last is 5 B:
+ * an entry's), the receivers late to every seventh: a packed slot's
+ * sender runs ahead on its 64 entries while a call with a buffer waits
+ * for the receiver to take the one 16 turns before. */
 #define OPEN_MIXED 300
-static void open_mixed(struct rk *k, uint64_t expect)
+static void open_mixed(struct rk *k, int deg, size_t stream)
 {
-	static const size_t z[] = { 8, 64, 1, 0, 9, 8, 8, 4096, 5, 8, 72 };
+	static const size_t z[] = { 8, 64, 1, 0, 9, 8, 8, 4096, 5, 8, 72,
+				    OPEN_BIG, 8 };
+	size_t bytes;
 	int n;
 
 	for (n = 0; n < OPEN_MIXED; n++) {
 		if (k->g.indeg[k->rank] && n % 7 == 3)
 			usleep(500);
-		open_counted_op(k, n % 2 ? OP_A2A : OP_AG,
-				z[n % (sizeof(z) / sizeof(z[0]))], expect);
+		bytes = z[n % (sizeof(z) / sizeof(z[0]))];
+		open_counted_op(k, n % 2 ? OP_A2A : OP_AG, bytes,
+				open_writes(bytes, deg, stream));
 	}
 }
 
@@ -770,11 +794,13 @@ struct open_case {
 	const char *const *env;
 	int hot;		/* a hot spot without replies, not a stencil */
 	int packed;		/* its sender's slots packed */
+	size_t stream;		/* larger blocks stream up to this */
 };
 
 static int open_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	static const size_t stream[] = { 0, 1, 8, 9, 64, OPEN_MAX };
+	static const size_t stream[] = { 0, 1, 8, 9, 64, OPEN_MAX,
+					 OPEN_BIG };
 	const struct gspec st = { .kind = G_CART, .n = 4, .ndims = 2,
 				  .dims = { 2, 2 } };
 	const struct gspec hot = { .kind = G_HOT, .n = size };
@@ -795,12 +821,14 @@ static int open_rank(coop_context_t *ctx, int rank, int size, void *arg)
 			 in.packed[op]);
 	open_counted(&k, 8, (uint64_t)deg);
 	open_counted(&k, OPEN_MAX, (uint64_t)deg);
-	open_counted(&k, OPEN_MAX + 1, 0);
+	open_counted(&k, OPEN_MAX + 1, open_writes(OPEN_MAX + 1, deg,
+						   oc->stream));
 	open_outstanding(&k);
 	open_counted(&k, 0, (uint64_t)deg);
 	for (l = 0; l < (int)(sizeof(stream) / sizeof(stream[0])); l++)
-		open_stream(&k, stream[l], (uint64_t)deg);
-	open_mixed(&k, (uint64_t)deg);
+		open_stream(&k, stream[l], open_writes(stream[l], deg,
+						       oc->stream));
+	open_mixed(&k, deg, oc->stream);
 	topo_done(&k);
 	return 0;
 }
@@ -809,19 +837,29 @@ static const char *const env_open_tree[] = { "COOP_NEIGHBOR_RTR=tree",
 					     "COOP_NEIGHBOR_RTR_ARITY=2",
 					     NULL };
 
+static const char *const env_open_stream[] = {
+	"COOP_NEIGHBOR_STREAM_MAX=128k", NULL };
+
 /* Plain calls go through open slots: every message of the 2x2 stencil
- * has one; blocks up to COOP_NEIGHBOR_SLOT_OPEN are written there, not
- * larger ones; calls outstanding past the slots' buffers with sizes
- * changing between calls, streams of one size and of sizes that take
- * turns; direct RTR and a binary RTR tree.  A hot spot whose rank 0
- * receives nothing: its slots packed with direct RTR (trailers and
- * blocks of up to 8 B in entries, four to a line), not with a tree. */
+ * has one; blocks up to COOP_NEIGHBOR_SLOT_OPEN are written there,
+ * larger ones up to COOP_NEIGHBOR_STREAM_MAX (16 MiB; and 128 KiB) stream
+ * through them in parts of a buffer, larger ones still are messages;
+ * calls outstanding past the slots' buffers with sizes changing between
+ * calls (streamed ones among them), streams of one size and of sizes
+ * that take turns; direct RTR and a binary RTR tree (no streams: its
+ * counts are in calls).  A hot spot whose rank 0 receives nothing: its
+ * slots packed with direct RTR (trailers and blocks of up to 8 B in
+ * entries, four to a line), not with a tree. */
 START_TEST(test_open_slots)
 {
-	const struct open_case cases[] = { { NULL, 0, 0 },
-					   { env_open_tree, 0, 0 },
-					   { NULL, 1, 1 },
-					   { env_open_tree, 1, 0 } };
+	const struct open_case cases[] = {
+		{ NULL, 0, 0, 16 * MIB },
+		{ env_open_tree, 0, 0, 0 },
+		{ NULL, 1, 1, 16 * MIB },
+		{ env_open_tree, 1, 0, 0 },
+		{ env_open_stream, 0, 0, 128 << 10 },
+		{ env_open_stream, 1, 1, 128 << 10 },
+	};
 
 	ck_assert_int_eq(run_ranks(4, cases[_i].env, open_rank,
 				   (void *)&cases[_i], 60, NULL), 0);
@@ -831,12 +869,16 @@ END_TEST
 /* Sizes the two ends disagree on (rank 0 sends, rank 1 expects), as
  * for messages: more fill the block and fail with COOP_ERR_TRUNCATE,
  * fewer fail with COOP_ERR_COUNT - through the slot (a packed one's
- * entry holds up to 8 B), past it, and a block of the slot's size the
- * receiver thinks too large for it. */
+ * entry holds up to 8 B), streamed past it in two or four parts (the
+ * receiver takes as many as the sender wrote), and a block of the
+ * slot's size the receiver thinks too large for it.  The last call,
+ * sizes agreed, finds both ends at the same turn. */
 static const size_t open_bad[][2] = {
 	{ 16, 8 }, { 8, 16 }, { 0, 8 }, { 9, 8 }, { 8, 9 }, { 8, 4 },
 	{ 4, 12 }, { OPEN_PAST, 8 }, { 8, OPEN_PAST },
-	{ OPEN_PAST - 2000, OPEN_PAST }, { 8, 8 },
+	{ OPEN_PAST - 2000, OPEN_PAST }, { OPEN_BIG, OPEN_PAST },
+	{ OPEN_PAST, OPEN_BIG }, { OPEN_BIG, 5 }, { OPEN_BIG, OPEN_BIG },
+	{ 8, 8 },
 };
 #define NOPEN_BAD ((int)(sizeof(open_bad) / sizeof(open_bad[0])))
 
@@ -846,7 +888,7 @@ static void open_mismatch(coop_topo_t *t, int rank, int both, int i)
 	const size_t s = open_bad[i][0], r = open_bad[i][1], d0[1] = { 0 };
 	const size_t mine[1] = { rank ? 8 : s }, theirs[1] = { rank ? r : 8 };
 	const size_t want = !rank ? (both ? 8 : 0) : s < r ? s : r;
-	static unsigned char sb[OPEN_PAST], rb[OPEN_PAST + TAIL];
+	static unsigned char sb[OPEN_BIG], rb[OPEN_BIG + TAIL];
 	int rc, expect = COOP_SUCCESS;
 
 	t_fill(sb, sizeof(sb), (uint32_t)(rank * 100 + i));
@@ -912,7 +954,7 @@ static void open_window(coop_context_t *ctx, int rank, int n, int slotted,
 	T_ASSERT(in.slotted[0] == slotted && in.slotted[1] == slotted,
 		 "%d edges: %d/%d slotted, %d expected", n, in.slotted[0],
 		 in.slotted[1], slotted);
-	open_counted(&k, 40000, big ? (uint64_t)n : 0);
+	open_counted(&k, 40000, (uint64_t)(big ? n : slotted ? 2 * n : 0));
 	open_counted(&k, 30000, slotted ? (uint64_t)n : 0);
 	topo_done(&k);
 }
@@ -932,7 +974,7 @@ static int open_window_rank(coop_context_t *ctx, int rank, int size,
  * 2 MiB (both ops' slots, eight 64 KiB buffers each), so 40000 B go
  * through them; sixteen would take a little over 16 MiB, more than open
  * slots may, so their slots have 32 KiB buffers: 30000 B go through,
- * 40000 do not.  =0: no slots. */
+ * 40000 stream in two parts.  =0: no slots. */
 START_TEST(test_open_window)
 {
 	static const char *const big[] = { "COOP_NEIGHBOR_SLOT_OPEN=64k",
@@ -1255,7 +1297,8 @@ END_TEST
  * coop_stats_t.copy_bytes: on a ring of 4 one each; on a hot spot of 3
  * one way (its centre in 2 transfers, the others in 1) the centre both;
  * on a hot spot of 4 both ways (6 against 2) the centre none and the
- * others both of theirs.
+ * others both of theirs.  The blocks are messages
+ * (COOP_NEIGHBOR_STREAM_MAX=0: not streamed through open slots).
  */
 enum { COPIER_CALLS = 3, COPIER_BYTES = 256 << 10 };
 
@@ -1271,7 +1314,8 @@ static const struct copier_case copier_cases[] = {
 };
 
 static const char *const env_copier[] = { "COOP_RNDV=auto",
-					  "COOP_STRIPE_RATIO=0", NULL };
+					  "COOP_STRIPE_RATIO=0",
+					  "COOP_NEIGHBOR_STREAM_MAX=0", NULL };
 
 static int copier_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
@@ -1555,7 +1599,8 @@ static void wait_flags(const int *flags, int from, int to)
 }
 
 /*
- * A(4, 1), 1 MiB alltoalls by RGET (a receiver copies): one goes right;
+ * A(4, 1), 1 MiB alltoalls, messages by RGET (a receiver copies) or
+ * streamed through open slots: one goes right;
  * in the second the victim starts its part, then the others theirs,
  * then it is killed without another library call, so none of the
  * others' sends to it can complete.  Their collective completes with
@@ -1600,7 +1645,8 @@ static int death_rank(coop_context_t *ctx, int rank, int size, void *arg)
 }
 
 static const char *const env_death[] = { "COOP_RNDV=rget", "COOP_SPIN=100",
-					 NULL };
+					 "COOP_NEIGHBOR_STREAM_MAX=0", NULL };
+static const char *const env_death_stream[] = { "COOP_SPIN=100", NULL };
 
 /* 4 ranks of fn with env: the victim killed, the others pass. */
 static void run_death(const char *const *env, rank_fn fn)
@@ -1619,7 +1665,7 @@ static void run_death(const char *const *env, rank_fn fn)
 
 START_TEST(test_peer_death)
 {
-	run_death(env_death, death_rank);
+	run_death(_i ? env_death_stream : env_death, death_rank);
 }
 END_TEST
 
@@ -2331,7 +2377,7 @@ TCase *tc_neighbor(void)
 			    (int)(sizeof(er_p) / sizeof(er_p[0])));
 	tcase_add_loop_test(tc, test_stencil, 0, 2);
 	tcase_add_test(tc, test_outstanding);
-	tcase_add_loop_test(tc, test_open_slots, 0, 4);
+	tcase_add_loop_test(tc, test_open_slots, 0, 6);
 	tcase_add_loop_test(tc, test_open_sizes, 0, 2);
 	tcase_add_loop_test(tc, test_open_window, 0, 2);
 	tcase_add_test(tc, test_flood_bounded);
@@ -2343,7 +2389,7 @@ TCase *tc_neighbor(void)
 				  sizeof(copier_cases[0])));
 	tcase_add_loop_test(tc, test_exact_er, 0, 3);
 	tcase_add_test(tc, test_bad_args);
-	tcase_add_test(tc, test_peer_death);
+	tcase_add_loop_test(tc, test_peer_death, 0, 2);
 	tcase_add_loop_test(tc, test_static, 0,
 			    (int)(sizeof(static_cases) /
 				  sizeof(static_cases[0])));
