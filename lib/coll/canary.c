@@ -307,6 +307,14 @@ static int streams(const struct nbr_slots *s, uint32_t x, uint64_t len)
 	return len <= s->stream && s->cap[x] && stream_ok(s, x, len);
 }
 
+uint32_t coop_nbr_open_parts(const struct nbr_plan *p, uint32_t x,
+			     uint64_t total)
+{
+	uint64_t cap = p->slots->cap[x];
+
+	return total > cap ? (uint32_t)((total + cap - 1) / cap) : 1;
+}
+
 uint32_t coop_nbr_open_turns(const struct nbr_plan *p, uint32_t x,
 			     uint64_t len, int lost)
 {
@@ -314,7 +322,7 @@ uint32_t coop_nbr_open_turns(const struct nbr_plan *p, uint32_t x,
 
 	if (lost || fits(s, x, len) || !streams(s, x, len))
 		return 1;
-	return (uint32_t)((len + s->cap[x] - 1) / s->cap[x]);
+	return coop_nbr_open_parts(p, x, len);
 }
 
 /* An open packed slot's call of len bytes: its data in a buffer

@@ -403,6 +403,11 @@ COOP_HIDDEN int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x,
 /* Receiver: call of x went another way; count it consumed. */
 COOP_HIDDEN void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x,
 				    uint64_t call);
+/* Open slots: the parts of a buffer a block of total bytes takes (one
+ * when it fits) - a receiver's count once the first trailer told the
+ * total (open_copy bounds it below 2^32). */
+COOP_HIDDEN uint32_t coop_nbr_open_parts(const struct nbr_plan *p,
+					 uint32_t x, uint64_t total);
 /* Open slots: the turns a block of len bytes takes (lost: none to
  * give, one turn): one, or a streamed block's parts of a buffer each. */
 COOP_HIDDEN uint32_t coop_nbr_open_turns(const struct nbr_plan *p,

@@ -49,7 +49,7 @@ struct nbr_inst {
 	uint32_t *doneq;	/* [nv] finished, successors not released */
 	int *doneerr;		/* [nv] their errors */
 	uint32_t *pend;		/* [nv] slot vertices waiting (RTR, RTE) */
-	struct part_state {	/* [nv] a streamed slot's vertex: */
+	struct part_state {	/* [nv] a streamed or open slot's vertex: */
 		uint32_t done;	/* parts written or taken this call */
 		int rc;		/* the first one's error */
 		uint32_t turns;	/* an open slot's vertex: this call's
@@ -315,12 +315,12 @@ static int open_turn(struct nbr_inst *in, uint32_t v, int send, char *buf,
 
 	if (send) {
 		off = (uint64_t)ps->done * cap;
-		return turn_try(in, v, s->grp[x].writing, buf + off,
+		return turn_try(in, v, slot_turn(in, v), buf + off,
 				ps->turns > 1 ? COOP_MIN(cap, len - off) : len);
 	}
-	rc = turn_try(in, v, s->next[x], buf, len);
+	rc = turn_try(in, v, slot_turn(in, v), buf, len);
 	if (!ps->done && ps->total != UINT64_MAX && ps->total > cap)
-		ps->turns = (uint32_t)((ps->total + cap - 1) / cap);
+		ps->turns = coop_nbr_open_parts(in->p, x, ps->total);
 	return rc;
 }
 
