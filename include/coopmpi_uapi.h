@@ -288,6 +288,11 @@ struct coopmpi_doorbell {
  * space to my domain with the given access; cookie (out) names it.
  * Pages are not pinned at registration; copies pin chunk by chunk.
  * COOPMPI_IOC_REGION_DEREGISTER: cookie must be one of mine (-ENXIO).
+ * Copies (COPY and DMA descriptors) look at the region again with each
+ * chunk's pages pinned, just before the chunk moves: once DEREGISTER has
+ * returned only a chunk already moving (copy_chunk_pages at most) may
+ * still touch the memory; one waiting in a fault or for a retry fails
+ * with -ENXIO.
  */
 #define COOPMPI_REGION_READ	(1U << 0)	/* peers may copy from it */
 #define COOPMPI_REGION_WRITE	(1U << 1)	/* peers may copy into it */

@@ -153,7 +153,14 @@ static int op_copy_chunk(struct coopmpi_dma_op *op)
 	}
 	c.len = min_t(size_t, c.len, nr_dst * PAGE_SIZE - c.dst_off);
 
-	ret = coopmpi_dma_copy_chunk(&c);
+	/*
+	 * Again with both sides pinned: a page that could be pinned only
+	 * now (a fault resolved since op_step() looked) may have come after
+	 * the region's deregistration, which must then fail the copy.
+	 */
+	ret = op_regions_gone(op);
+	if (!ret)
+		ret = coopmpi_dma_copy_chunk(&c);
 	unpin_user_pages_dirty_lock(c.dst_pages, nr_dst, true);
 	if (!ret) {
 		op->done += c.len;
@@ -219,6 +226,11 @@ static int op_notify(struct coopmpi_dma_op *op)
 	n = dma_pin(r->mm, op->ntf_addr & PAGE_MASK, 1, FOLL_WRITE, &page);
 	if (n <= 0)
 		return n ? n : OP_RETRY;
+	ret = READ_ONCE(r->gone);	/* as in op_copy_chunk() */
+	if (ret) {
+		unpin_user_page(page);
+		return ret;
+	}
 	memcpy(&lo, op->ntf_data, sizeof(lo));
 	memcpy(&hi, op->ntf_data + sizeof(lo), sizeof(hi));
 

@@ -46,7 +46,10 @@ struct coopmpi_region *coopmpi_region_get(struct coopmpi_domain *d,
 	return r;
 }
 
-/* Unpublishes @r; in-flight copies see ->gone at their next chunk. */
+/*
+ * Unpublishes @r.  Copies look at ->gone with each chunk's pages pinned,
+ * so once this returns only a chunk already being copied may touch @r.
+ */
 static void region_unlink(struct coopmpi_domain *d, struct coopmpi_region *r,
 			  int why)
 {
@@ -243,7 +246,10 @@ static int copy_chunk(struct copy_state *cs)
 			   cs->to_region ? FOLL_WRITE : 0, cs->pages);
 	if (pinned < 0)
 		return pinned;
-	ret = copy_pages(cs, pinned);
+	/* pinning may have waited for a fault: the region may be gone now */
+	ret = READ_ONCE(cs->r->gone);
+	if (!ret)
+		ret = copy_pages(cs, pinned);
 	unpin_user_pages_dirty_lock(cs->pages, pinned, cs->to_region);
 	return ret;
 }

@@ -2,9 +2,9 @@
 /*
  * test_kill.c - processes dying in the middle of copies: the region owner
  * SIGKILLed while a peer copies from/to it, the copier SIGKILLed mid-copy,
- * the region deregistered under a running copy, the copier's fd closed or
- * buffer unmapped by another thread mid-copy, and processes killed while
- * they wait in the driver.  Nothing may hang, copies end with success or
+ * the region deregistered under a running copy or one waiting in a fault,
+ * the copier's fd closed or buffer unmapped by another thread mid-copy,
+ * and processes killed while they wait in the driver.  Nothing may hang, copies end with success or
  * -ESRCH/-ENXIO, and the harness checks the kernel log.
  */
 #include "helpers.h"
@@ -190,6 +190,67 @@ START_TEST(test_dereg_during_copy)
 }
 END_TEST
 
+/*
+ * A COPY waiting in a fault on the owner's page when the owner deregisters
+ * the region and only then resolves the fault: the copy must not touch the
+ * memory it no longer may (-ENXIO, nothing moved), whichever way it goes:
+ * _i = 0 from the region, 1 into it.
+ */
+START_TEST(test_dereg_during_fault)
+{
+	static const char *const what[] = { "from", "into" };
+	uint64_t key = cm_unique_key(), cookie;
+	struct cm_uffd uf;
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
+	int sv[2], st;
+	pid_t pid;
+
+	cm_uffd_create(&uf, 4096);
+	REQUIRE_OK(cm_reg(fd, uf.area, 4096,
+			  COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, &cookie));
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {
+		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		uint8_t buf[4096];
+		uint64_t copied = 0;
+		int r;
+
+		close(sv[0]);
+		memset(buf, 0xEE, sizeof(buf));
+		cm_put_u64(sv[1], 1);
+		r = cm_copy(cfd, cookie, 0, buf, sizeof(buf),
+			    _i ? COOPMPI_COPY_TO_REGION :
+				 COOPMPI_COPY_FROM_REGION, &copied);
+		cm_put_u64(sv[1], (uint64_t)-r);
+		cm_put_u64(sv[1], copied);
+		cm_put_u64(sv[1], cm_check_byte(buf, sizeof(buf), 0xEE) < 0);
+		_exit(0);
+	}
+	close(sv[1]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 1, "copier ready");
+	cm_sleep_ms(200);
+	REQUIRE(waitpid(pid, &st, WNOHANG) == 0,
+		"a copy %s an unresolved userfaultfd page did not wait",
+		what[_i]);
+	REQUIRE_OK(cm_dereg(fd, cookie));
+	cm_uffd_fill(&uf, 0, 4096, 5);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == ENXIO,
+		"a copy %s a region deregistered while it waited in a fault: not ENXIO",
+		what[_i]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 0,
+		"bytes copied %s a deregistered region", what[_i]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 1,
+		"the copier's buffer written from a deregistered region");
+	REQUIRE(cm_check_pattern(uf.area, 4096, 5, 0) < 0,
+		"a deregistered region written");
+	cm_wait_ok(pid, "copier");
+	close(sv[0]);
+	cm_uffd_destroy(&uf);
+	close(fd);
+}
+END_TEST
+
 struct teardown {
 	int fd;
 	uint8_t *local;
@@ -324,6 +385,7 @@ void add_kill_tests(Suite *s)
 	tcase_add_loop_test(tc, test_owner_killed_during_copy, 0, 3);
 	tcase_add_loop_test(tc, test_copier_killed_mid_copy, 0, 3);
 	tcase_add_test(tc, test_dereg_during_copy);
+	tcase_add_loop_test(tc, test_dereg_during_fault, 0, 2);
 	tcase_add_loop_test(tc, test_teardown_mid_copy, 0, 2);
 	tcase_add_loop_test(tc, test_killed_while_waiting, 0, 2);
 	suite_add_tcase(s, tc);
