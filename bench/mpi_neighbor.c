@@ -9,12 +9,14 @@
  * mpicc.mpich):
  *
  *   mpirun -np N bench/bin/mpi_neighbor.X [--graph SPEC] [--persistent]
- *                                         [--iters N] [sizes...]
+ *                                         [--iters N] [--touch] [sizes...]
  *
  *   --persistent  MPI_Neighbor_alltoall_init (MPI 4; Open MPI 4.1: its
  *                 extension MPIX_Neighbor_alltoall_init) once per size,
  *                 then MPI_Start + MPI_Wait per call.
  *   --hints       only "none": the hints are libcoopmpi's.
+ *   --touch       as bench/neighbor's: a store into every line of the
+ *                 send blocks before each call.
  *
  * The graph communicator is created once for all sizes; rank 0 gathers
  * the results with MPI_Gather on MPI_COMM_WORLD.
@@ -69,10 +71,12 @@ static MPI_Comm graph_comm(const struct nbr_graph *g)
 #pragma GCC diagnostic pop
 #endif
 
-/* One call: blocking, or start + wait of the persistent request. */
-static void call(MPI_Comm gc, MPI_Request *req, const unsigned char *sbuf,
-		 unsigned char *rbuf, int size)
+/* One call: blocking, or start + wait of the persistent request, after
+ * --touch's stores into the first touch bytes of the send blocks. */
+static void call(MPI_Comm gc, MPI_Request *req, unsigned char *sbuf,
+		 unsigned char *rbuf, int size, size_t touch)
 {
+	nbr_touch(sbuf, touch);
 	if (*req != MPI_REQUEST_NULL) {
 		check(MPI_Start(req), "MPI_Start");
 		check(MPI_Wait(req, MPI_STATUS_IGNORE), "MPI_Wait");
@@ -125,6 +129,7 @@ int main(int argc, char **argv)
 	}
 	for (s = 0; s < o.nsizes; s++) {
 		size_t size = o.sizes[s];
+		size_t touch = o.touch ? (size_t)g.outdeg * size : 0;
 		struct nbr_pace pc = nbr_pace_first(&o, size);
 		MPI_Request req = MPI_REQUEST_NULL;
 		double t0;
@@ -140,7 +145,7 @@ int main(int argc, char **argv)
 		while (pc.more) {
 			t0 = ou_now_us();
 			for (i = 0; i < pc.calls; i++)
-				call(gc, &req, sbuf, rbuf, (int)size);
+				call(gc, &req, sbuf, rbuf, (int)size, touch);
 			if (rank == 0)
 				nbr_pace_next(&o, ou_now_us() - t0, &pc);
 			check(MPI_Bcast(&pc, (int)sizeof(pc), MPI_BYTE, 0,
@@ -151,7 +156,7 @@ int main(int argc, char **argv)
 		check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 		t0 = ou_now_us();
 		for (i = 0; i < pc.iters; i++)
-			call(gc, &req, sbuf, rbuf, (int)size);
+			call(gc, &req, sbuf, rbuf, (int)size, touch);
 		mine.us = (ou_now_us() - t0) / pc.iters;
 		mine.bad = nbr_check_recv(&g, rbuf, size, 1);
 		mine.digest = nbr_digest(rank, rbuf, (size_t)g.indeg * size);

@@ -41,12 +41,14 @@ struct nbr_opts {
 	const char *hints;	/* none exact static all (coop only) */
 	int persistent;		/* start/wait of a persistent request */
 	int iters;		/* 0: by size, nbr_iters() */
+	int touch;		/* store into the send blocks before each call */
 	int nsizes;
 	size_t sizes[OU_MAX_SIZES];
 };
 
 #define NBR_USAGE "[--graph er:P[:SEED]|stencil2d|stencil4d|hotspot] " \
-	"[--hints none|exact|static|all] [--persistent] [--iters N] [sizes...]"
+	"[--hints none|exact|static|all] [--persistent] [--iters N] [--touch] " \
+	"[sizes...]"
 
 /* Returns 0, or 2 (usage: print it). */
 static inline int nbr_parse_opts(int argc, char **argv, struct nbr_opts *o)
@@ -56,6 +58,7 @@ static inline int nbr_parse_opts(int argc, char **argv, struct nbr_opts *o)
 		{ "hints", required_argument, NULL, 'H' },
 		{ "persistent", no_argument, NULL, 'p' },
 		{ "iters", required_argument, NULL, 'i' },
+		{ "touch", no_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const size_t def[] = { 8, 64, 1024, 65536, 1048576 };
@@ -65,7 +68,8 @@ static inline int nbr_parse_opts(int argc, char **argv, struct nbr_opts *o)
 	o->hints = "none";
 	o->persistent = 0;
 	o->iters = 0;
-	while ((opt = getopt_long(argc, argv, "g:H:pi:", lopts, NULL)) != -1) {
+	o->touch = 0;
+	while ((opt = getopt_long(argc, argv, "g:H:pi:t", lopts, NULL)) != -1) {
 		if (opt == 'g')
 			o->graph = optarg;
 		else if (opt == 'H')
@@ -74,6 +78,8 @@ static inline int nbr_parse_opts(int argc, char **argv, struct nbr_opts *o)
 			o->persistent = 1;
 		else if (opt == 'i' && atoi(optarg) > 0)
 			o->iters = atoi(optarg);
+		else if (opt == 't')
+			o->touch = 1;
 		else
 			return 2;
 	}
@@ -461,6 +467,22 @@ static inline void nbr_fill_send(const struct nbr_graph *g, int rank,
 			 nbr_block_key(rank, j, stamp, size));
 }
 
+/*
+ * --touch: a store into every line of this rank's send blocks before a
+ * call, of the values they hold (the data check still holds), as an
+ * application that computes its blocks between calls makes: a line a
+ * reader copied straight from this buffer in the call before (CMA) is
+ * then taken back from the reader's cache.  The call's time includes it.
+ */
+static inline void nbr_touch(unsigned char *sbuf, size_t bytes)
+{
+	volatile unsigned char *p = sbuf;
+	size_t i;
+
+	for (i = 0; i < bytes; i += 64)
+		p[i] = p[i];
+}
+
 /* Received blocks that are not what their origin sent in phase stamp. */
 static inline uint64_t nbr_check_recv(const struct nbr_graph *g,
 				      const unsigned char *rbuf, size_t size,
@@ -536,9 +558,9 @@ static inline void nbr_header(const char *prog, const char *lib,
 
 	nbr_spec_name(sp, name, sizeof(name));
 	printf("# %s: %s\n", prog, lib);
-	printf("# graph %s ranks %d edges %ld hints %s persistent %d iters %s\n",
+	printf("# graph %s ranks %d edges %ld hints %s persistent %d iters %s touch %d\n",
 	       name, sp->n, g->nedges, o->hints, o->persistent,
-	       o->iters ? "fixed" : "paced");
+	       o->iters ? "fixed" : "paced", o->touch);
 	printf("# size us digest bad   (us: max over ranks of the mean per call; bad: received blocks wrong)\n");
 }
 

@@ -6,7 +6,7 @@
  * bench/nbr_graph.h).
  *
  *   scripts/cooprun -n N bench/bin/neighbor [--graph SPEC] [--hints H]
- *                   [--persistent] [--iters N] [sizes...]
+ *                   [--persistent] [--iters N] [--touch] [sizes...]
  *
  *   --graph  er:P[:SEED] | stencil2d | stencil4d | hotspot (nbr_graph.h)
  *   --hints  none:   one topology (unweighted) for every size;
@@ -19,6 +19,9 @@
  *            largest), so STATIC_BUFFERS holds across the whole run.
  *   --persistent  coop_neighbor_alltoall_init once per size, then
  *            coop_start + coop_wait per call (else the blocking call).
+ *   --touch  before each call, a store into every line of the send
+ *            blocks (their own values: nbr_touch), as an application
+ *            that computes them between calls makes.
  *
  * Per size: a warm-up sending phase-0 data (rounds whose pace sets the
  * timed calls, nbr_graph.h: nbr_pace_next), then the send blocks are
@@ -96,10 +99,12 @@ static coop_topo_t *topo_new(coop_context_t *ctx, int rank,
 	return t;
 }
 
-/* One call: blocking, or start + wait of the persistent request. */
-static void call(coop_topo_t *t, coop_request_t **req,
-		 const unsigned char *sbuf, unsigned char *rbuf, size_t size)
+/* One call: blocking, or start + wait of the persistent request, after
+ * --touch's stores into the first touch bytes of the send blocks. */
+static void call(coop_topo_t *t, coop_request_t **req, unsigned char *sbuf,
+		 unsigned char *rbuf, size_t size, size_t touch)
 {
+	nbr_touch(sbuf, touch);
 	if (*req) {
 		CHECK(coop_start(req));
 		CHECK(coop_wait(req, COOP_STATUS_IGNORE));
@@ -148,6 +153,7 @@ int main(int argc, char **argv)
 		topo = topo_new(ctx, rank, &g, NBR_COMM, 0, 0);
 	for (s = 0; s < o.nsizes; s++) {
 		size_t size = o.sizes[s];
+		size_t touch = o.touch ? (size_t)g.outdeg * size : 0;
 		struct nbr_pace pc = nbr_pace_first(&o, size);
 		coop_request_t *req = NULL;
 		double t0;
@@ -162,7 +168,7 @@ int main(int argc, char **argv)
 		while (pc.more) {
 			t0 = now_us();
 			for (i = 0; i < pc.calls; i++)
-				call(topo, &req, sbuf, rbuf, size);
+				call(topo, &req, sbuf, rbuf, size, touch);
 			if (rank == 0)
 				nbr_pace_next(&o, now_us() - t0, &pc);
 			bcast_from_0(ctx, rank, n, &pc, sizeof(pc));
@@ -172,7 +178,7 @@ int main(int argc, char **argv)
 		barrier_all(ctx, rank, n);
 		t0 = now_us();
 		for (i = 0; i < pc.iters; i++)
-			call(topo, &req, sbuf, rbuf, size);
+			call(topo, &req, sbuf, rbuf, size, touch);
 		mine.us = (now_us() - t0) / pc.iters;
 		mine.bad = nbr_check_recv(&g, rbuf, size, 1);
 		mine.digest = nbr_digest(rank, rbuf, (size_t)g.indeg * size);

@@ -27,6 +27,9 @@
 #   NBR_RANKS      rank counts [nproc, 2 x nproc, 8; duplicates dropped]
 #   NBR_ITERS      timed calls per size [paced: about 50 ms, at least
 #                  500-20 by size; nbr_pace_next() in bench/nbr_graph.h]
+#   NBR_TOUCH      1: every program stores into its send blocks' lines
+#                  before each call (--touch), as an application that
+#                  computes them between calls [0: untouched, as OSU's]
 #   NBR_COOP_ARGS  more options of the coopmpi series' bench/bin/neighbor
 #                  [none: no hints, blocking calls, as the MPIs' runs]
 #   NBR_TIMEOUT    seconds per run [600]
@@ -62,8 +65,9 @@ ncpu=$(nproc 2>/dev/null || echo 1)
 read -r -a graphs <<<"${NBR_GRAPHS:-er:0.5 stencil2d stencil4d hotspot}"
 read -r -a sizes <<<"${NBR_SIZES:-8 64 1k 64k 1m}"
 read -r -a coop_args <<<"${NBR_COOP_ARGS:-}"
-iters=()
-[[ -n ${NBR_ITERS:-} ]] && iters=(--iters "$NBR_ITERS")
+common_args=()	# options of all four programs
+[[ -n ${NBR_ITERS:-} ]] && common_args=(--iters "$NBR_ITERS")
+[[ ${NBR_TOUCH:-0} == 1 ]] && common_args+=(--touch)
 ranks=()
 for n in ${NBR_RANKS:-$ncpu $((2 * ncpu)) 8}; do
 	[[ $n =~ ^[1-9][0-9]*$ ]] || usage
@@ -165,7 +169,7 @@ run() {
 	raw=$out/raw/${csv}_${s}_r$r
 	k=$((k + 1))
 	printf 'neighbor: [%d/%d] %-10s n=%-3d %-8s ' "$k" "$total" "$g" "$n" "$s" >&2
-	"$s" "$n" --graph "$g" "${iters[@]}" "${sizes[@]}" >"$raw.out" 2>"$raw.err" || rc=$?
+	"$s" "$n" --graph "$g" "${common_args[@]}" "${sizes[@]}" >"$raw.out" 2>"$raw.err" || rc=$?
 	# exit status 1 with every line printed: blocks were wrong (column bad)
 	if ! awk -v n="${#sizes[@]}" '!/^#/ && NF == 4 { c++ } END { exit c != n }' "$raw.out"; then
 		why="exit status $rc, $(grep -cv '^#' "$raw.out") of ${#sizes[@]} sizes printed"
@@ -294,7 +298,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null ||
 	echo "    static:  the same, bench/bin/neighbor --hints all --persistent (static slots up to COOP_NEIGHBOR_SLOT_MAX, COOP_NEIGHBOR_RTR=${COOP_NEIGHBOR_RTR:-direct})"
 	echo "    openmpi: mpirun.openmpi --bind-to core:overload-allowed --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
 	echo "    mpich:   mpirun.mpich -bind-to core (ch4:ucx)"
-	echo "    graphs ${graphs[*]}; sizes ${sizes[*]}; ranks ${ranks[*]}; iterations ${NBR_ITERS:-paced}"
+	echo "    graphs ${graphs[*]}; sizes ${sizes[*]}; ranks ${ranks[*]}; iterations ${NBR_ITERS:-paced}; send blocks touched before each call: ${NBR_TOUCH:-0}"
 } >"$out/run-info"
 summary | tee "$out/summary.md"
 echo "neighbor: $out/summary.md" >&2
