@@ -4,8 +4,9 @@
  * SIGKILLed while a peer copies from/to it, the copier SIGKILLed mid-copy,
  * the region deregistered under a running copy or one waiting in a fault,
  * the copier's fd closed or buffer unmapped by another thread mid-copy,
- * and processes killed while they wait in the driver.  Nothing may hang, copies end with success or
- * -ESRCH/-ENXIO, and the harness checks the kernel log.
+ * and processes killed while they wait in the driver.  Nothing may hang,
+ * copies end with success or -ESRCH/-ENXIO, and the harness checks the
+ * kernel log.
  */
 #include "helpers.h"
 
