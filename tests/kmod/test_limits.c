@@ -77,12 +77,18 @@ static long long settled_kernel(const char *cg, long long bound, bool rising)
 	return cur;
 }
 
-/* what NR_EPS endpoints must charge at least: 9/10 of their rings and
- * counters areas (the rest of the charge, their structures, is slab) */
+/* the pages of an endpoint's ring and counters areas */
+static long long areas_bytes(void)
+{
+	return (long long)cm_info_cache.ring_bytes +
+	       (long long)cm_info_cache.counters_bytes;
+}
+
+/* what NR_EPS endpoints must charge at least: 9/10 of their areas (the
+ * whole charge is more, their structures too) */
 static long long eps_floor(void)
 {
-	return NR_EPS * ((long long)cm_info_cache.ring_bytes +
-			 (long long)cm_info_cache.counters_bytes) * 9 / 10;
+	return NR_EPS * areas_bytes() * 9 / 10;
 }
 
 /*
@@ -112,8 +118,7 @@ START_TEST(test_memcg_charged)
 	char cg[128];
 	int report[2];
 	long long with_eps, after;
-	long long per_ep = (long long)cm_info_cache.ring_bytes +
-			   (long long)cm_info_cache.counters_bytes;
+	long long per_ep = areas_bytes();
 	pid_t pid;
 
 	cm_require_root();
