@@ -141,6 +141,22 @@ static int iov_contiguous(const uct_iov_t *iov, size_t iovcnt)
 	return !iovcnt || iov->count <= 1 || iov->stride == iov->length;
 }
 
+/* May a zcopy of iov start on ep: UCS_OK (*empty: it moves no byte), or
+ * what the call returns - the endpoint's gate (a dead peer, a fence), or
+ * UCS_ERR_UNSUPPORTED for a strided iov. */
+static ucs_status_t zcopy_admit(const uct_coop_ep_t *ep,
+				const uct_iov_t *iov, size_t iovcnt, int *empty)
+{
+	ucs_status_t status = uct_coop_ep_gate(ep);
+
+	if (status != UCS_OK)
+		return status;
+	if (!iov_contiguous(iov, iovcnt))
+		return UCS_ERR_UNSUPPORTED;
+	*empty = !iovcnt || !iov_bytes(iov);
+	return UCS_OK;
+}
+
 static void xfer_params(coop_xfer_params_t *p, const uct_coop_ep_t *ep,
 			unsigned dir, const uct_iov_t *iov,
 			uint64_t remote_addr, const uct_coop_rkey_t *rk)
@@ -196,15 +212,12 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	uct_coop_iface_t *iface = uct_coop_ep_iface(ep);
 	coop_xfer_params_t p;
 	ucs_status_t status;
+	int empty;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_get_zcopy");
-	status = uct_coop_ep_gate(ep);
-	if (status != UCS_OK)
+	status = zcopy_admit(ep, iov, iovcnt, &empty);
+	if (status != UCS_OK || empty)
 		return status;
-	if (!iov_contiguous(iov, iovcnt))
-		return UCS_ERR_UNSUPPORTED;
-	if (!iovcnt || !iov_bytes(iov))
-		return UCS_OK;
 	xfer_params(&p, ep, COOP_XFER_GET, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
 	ask_help(iface, &p, iov);
@@ -262,15 +275,12 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
 	coop_xfer_params_t p;
 	ucs_status_t status;
+	int empty;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_put_zcopy");
-	status = uct_coop_ep_gate(ep);
-	if (status != UCS_OK)
+	status = zcopy_admit(ep, iov, iovcnt, &empty);
+	if (status != UCS_OK || empty)
 		return status;
-	if (!iov_contiguous(iov, iovcnt))
-		return UCS_ERR_UNSUPPORTED;
-	if (!iovcnt || !iov_bytes(iov))
-		return UCS_OK;
 	xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
 	p.flags |= put_flags(uct_coop_ep_iface(ep), p.len);
