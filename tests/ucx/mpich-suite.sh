@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/ucx/mpich-suite.sh - MPICH's own test suite (test/mpi of Debian's
-# mpich source: the pt2pt, coll and rma programs named in
+# mpich source: the pt2pt, coll, rma and comm programs named in
 # tests/ucx/mpich-suite.list) through the UCX transport coop, under
 # mpirun.mpich and mpirun.openmpi (scripts/coop-ucx-env).  A program passes
 # when it exits 0 and prints " No Errors" within its timeout.  Each run
@@ -20,6 +20,10 @@
 #                     MPI then runs its pml ucx, else the wrapper's default
 #                     (ob1, vader, btl uct reading the rendezvous via coop)
 #     --only REGEX    only the programs whose dir/name matches
+#     --subset FILE   only the programs FILE names (first word of each
+#                     line; # starts a comment), each of which must be
+#                     in the list; tests/ucx/mpich-quick.list is make
+#                     check's
 #     --all           also run the programs the list excludes
 #     --logs DIR      keep every run's output in DIR
 #     --candidates    print a fresh list from the suite's testlists (to
@@ -35,13 +39,14 @@ root=$PWD
 
 list=tests/ucx/mpich-suite.list
 default_timeout=${COOP_SUITE_TIMEOUT:-20}
-mode=coop mpis=(mpich openmpi) only='' all=0 logs='' candidates=0 tls=()
+mode=coop mpis=(mpich openmpi) only='' subset='' all=0 logs='' candidates=0 tls=()
 while (($#)); do
 	case $1 in
 	--baseline) mode=baseline ;;
 	--mpi) mpis=("${2:?--mpi needs mpich or openmpi}"); shift ;;
 	--tls) tls=(-t "${2:?--tls needs a UCX_TLS value}"); shift ;;
 	--only) only=${2:?--only needs a regex}; shift ;;
+	--subset) subset=${2:?--subset needs a file}; shift ;;
 	--all) all=1 ;;
 	--logs) logs=${2:?--logs needs a directory}; shift ;;
 	--candidates) candidates=1 ;;
@@ -59,7 +64,7 @@ ompi_pml=${COOP_OMPI_PML:-ob1}
 
 src=$(scripts/deb-src.sh libmpich-dev) || exit 1
 suite=$src/test/mpi
-dirs=(pt2pt coll rma)
+dirs=(pt2pt coll rma comm)
 
 # --- the testlists: one candidate line per program -------------------------
 # np: the smallest of the program's entries from 2 to 4 ranks (without
@@ -132,6 +137,28 @@ while read -r line; do
 	L_timeout+=("$t") L_args+=("${rest:-}")
 done <"$list"
 
+# --subset FILE: the names it gives, each of them in the list
+declare -A in_subset
+if [[ -n $subset ]]; then
+	[[ -r $subset ]] || { echo "mpich-suite: cannot read $subset" >&2; exit 2; }
+	while read -r name _; do
+		name=${name%%#*}
+		[[ -n $name ]] || continue
+		[[ " ${L_name[*]} " == *" $name "* ]] ||
+			{ echo "mpich-suite: $subset names $name, which $list has not" >&2; exit 2; }
+		in_subset[$name]=1
+	done <"$subset"
+	((${#in_subset[@]})) || { echo "mpich-suite: $subset names no program" >&2; exit 2; }
+fi
+
+# the program whose run shows that coop carried the traffic (built always)
+probe=pt2pt/huge_ssend
+
+# chosen NAME: the program is one that --only and --subset select
+chosen() {
+	[[ -z $only || $1 =~ $only ]] && [[ -z $subset || -n ${in_subset[$1]:-} ]]
+}
+
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 [[ -z $logs ]] || mkdir -p "$logs" || exit 1
@@ -194,11 +221,13 @@ build() {
 			fi
 			touch "$bdir/.configured"
 		fi
-		# the listed programs (or all with --all) that this MPI runs
+		# the listed programs (or all with --all) that this MPI runs and
+		# --only or --subset choose
 		for d in "${dirs[@]}"; do
 			progs=()
 			for i in "${!L_name[@]}"; do
 				[[ ${L_name[i]%%/*} == "$d" ]] || continue
+				chosen "${L_name[i]}" || [[ ${L_name[i]} == "$probe" ]] || continue
 				local -n st=L_st_$mpi
 				[[ ${st[i]} == run || $all == 1 ]] || continue
 				progs+=("${L_name[i]#*/}")
@@ -247,7 +276,7 @@ for mpi in "${mpis[@]}"; do
 	n_run=0
 	for i in "${!L_name[@]}"; do
 		name=${L_name[i]}
-		[[ -z $only || $name =~ $only ]] || continue
+		chosen "$name" || continue
 		if [[ ${st[i]} != run ]]; then
 			excluded[$mpi:${st[i]}]=$((${excluded[$mpi:${st[i]}]:-0} + 1))
 			((all)) || continue
@@ -288,7 +317,6 @@ for mpi in "${mpis[@]}"; do
 	# coop/memory lane (rendezvous); under Open MPI's default path through
 	# the wrapper (ob1 + btl uct, no UCX lanes) coop copied its 16 MiB
 	if [[ $mode == coop ]]; then
-		probe=pt2pt/huge_ssend
 		if [[ $mpi == mpich ]]; then
 			info=(-genv UCX_LOG_LEVEL info -genv COOP_VERBOSE 1)
 		else
