@@ -4,8 +4,23 @@
 # where /dev/coopmpi exists (the VM, stage ucx-vm), else shm (stage ucx).
 # Each check prints ok/FAIL; the last line is "N passed, M failed"; exit
 # status 1 when any failed.
+#
+#   tests/ucx/run.sh [--quick]
+#     --quick   only the checks that make check runs in the VM (stage
+#               ucx-vm-quick): ucx_info and the version refusal, mpi_check
+#               under MPICH and both Open MPI paths, put_zcopy by the
+#               offload engine, a rank killed under MPICH and Open MPI's
+#               default path, nothing left in /dev/shm.  Left out: NetPIPE,
+#               coop alone, sleeping ranks, striped and auto puts, domains
+#               apart, the kills under pml ucx.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
+quick=0
+case ${1:-} in
+--quick) quick=1 ;;
+'') ;;
+*) sed -n '2,/^set -uo/{/^set/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2 ;;
+esac
 
 env_run=scripts/coop-ucx-env
 module=lib/ucx/libuct_coop.so
@@ -99,52 +114,59 @@ elif grep -q -- '-p ucx' "$tmp/nobtl" && ! grep -q 'mpi_check' "$tmp/nobtl"; the
 else
 	nok "openmpi: no btl uct to be had: the wrapper fails and names -p ucx" "$tmp/nobtl"
 fi
-expect "mpich: NetPIPE integrity check (NPmpich2 -i, 1 B .. 4 MiB)" "$tmp/np1" \
-	"$env_run" mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 -o "$tmp/np1.out"
-expect "openmpi (ob1 + vader + btl uct): NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2" \
-	"$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
-	NPopenmpi -i -u 4194304 -o "$tmp/np2.out"
+# the NetPIPE runs (left out by --quick)
+netpipe_checks() {
+	expect "mpich: NetPIPE integrity check (NPmpich2 -i, 1 B .. 4 MiB)" "$tmp/np1" \
+		"$env_run" mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 -o "$tmp/np1.out"
+	expect "openmpi (ob1 + vader + btl uct): NetPIPE integrity check (NPopenmpi -i, 1 B .. 4 MiB)" "$tmp/np2" \
+		"$env_run" mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
+		NPopenmpi -i -u 4194304 -o "$tmp/np2.out"
+}
 
 # 2b. coop alone (UCX_TLS=coop,self): every message between the ranks -
 #     UCP's wireup, eager and rendezvous - goes through the coop
 #     interface's mailbox rings, bounce slots and copies.
-for mpi in mpich openmpi; do
-	# (-t selects Open MPI's pml ucx)
-	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
-	expect "$mpi: UCX_TLS=coop,self: mpi_check (0 B .. 16 MiB, data checked)" \
-		"$tmp/alone.$mpi" "$env_run" -t coop,self "${launch[@]}" "$tmp/check.$mpi"
-	if grep -q 'mpi_check: ok' "$tmp/alone.$mpi" &&
-		grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/alone.$mpi" &&
-		! grep -qE 'ep_cfg.*(posix|sysv|cma|tcp)/' "$tmp/alone.$mpi"; then
-		ok "$mpi: UCX_TLS=coop,self: coop carries the whole tag protocol to the peer"
-	else
-		nok "$mpi: UCX_TLS=coop,self: coop carries the whole tag protocol to the peer" \
-			"$tmp/alone.$mpi"
-	fi
-done
-expect "mpich: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tmp/np3" \
-	"$env_run" -t coop,self mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 \
-	-o "$tmp/np3.out"
-expect "openmpi: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tmp/np4" \
-	"$env_run" -t coop,self mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
-	NPopenmpi -i -u 4194304 -o "$tmp/np4.out"
+coop_alone_checks() {
+	for mpi in mpich openmpi; do
+		# (-t selects Open MPI's pml ucx)
+		if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else launch=("${ompi[@]}"); fi
+		expect "$mpi: UCX_TLS=coop,self: mpi_check (0 B .. 16 MiB, data checked)" \
+			"$tmp/alone.$mpi" "$env_run" -t coop,self "${launch[@]}" "$tmp/check.$mpi"
+		if grep -q 'mpi_check: ok' "$tmp/alone.$mpi" &&
+			grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/alone.$mpi" &&
+			! grep -qE 'ep_cfg.*(posix|sysv|cma|tcp)/' "$tmp/alone.$mpi"; then
+			ok "$mpi: UCX_TLS=coop,self: coop carries the whole tag protocol to the peer"
+		else
+			nok "$mpi: UCX_TLS=coop,self: coop carries the whole tag protocol to the peer" \
+				"$tmp/alone.$mpi"
+		fi
+	done
+	expect "mpich: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tmp/np3" \
+		"$env_run" -t coop,self mpirun.mpich -np 2 -bind-to core NPmpich2 -i -u 4194304 \
+		-o "$tmp/np3.out"
+	expect "openmpi: UCX_TLS=coop,self: NetPIPE integrity check (1 B .. 4 MiB)" "$tmp/np4" \
+		"$env_run" -t coop,self mpirun.openmpi --allow-run-as-root -np 2 --bind-to core \
+		NPopenmpi -i -u 4194304 -o "$tmp/np4.out"
+}
 
 # 2c. Ranks that sleep between messages (UCP's wakeup feature: ucx_perftest
 #     -E sleep waits in ucp_worker_wait) with coop alone: every wake-up
 #     comes through coop's event fd (the driver's endpoint file with kmod,
 #     the endpoint's socket with shm).
-for t in "tag_lat -s 8 -n 2000" "tag_bw -s 1048576 -n 200"; do
-	read -ra perf <<<"$t"
-	perf_pair "$tmp/sleep" UCX_TLS=coop,self UCX_TLS=coop,self \
-		-E sleep -t "${perf[@]}"
-	if grep -q 'Final:' "$tmp/sleep" &&
-		grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/sleep"; then
-		ok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}"
-	else
-		nok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}" \
-			"$tmp/sleep"
-	fi
-done
+sleep_checks() {
+	for t in "tag_lat -s 8 -n 2000" "tag_bw -s 1048576 -n 200"; do
+		read -ra perf <<<"$t"
+		perf_pair "$tmp/sleep" UCX_TLS=coop,self UCX_TLS=coop,self \
+			-E sleep -t "${perf[@]}"
+		if grep -q 'Final:' "$tmp/sleep" &&
+			grep -qE 'ep_cfg\[[0-9]+\]: tag\(coop/memory\)' "$tmp/sleep"; then
+			ok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}"
+		else
+			nok "UCX_TLS=coop,self, ranks sleeping on coop's event fd: ucx_perftest -E sleep -t ${t%% *}" \
+				"$tmp/sleep"
+		fi
+	done
+}
 
 # 2d. put_zcopy rendezvous (UCX_RNDV_SCHEME=put_zcopy) by the offload
 #     engine (UCX_COOP_PUT=dma), striped over CPU and engine (stripe), and
@@ -158,7 +180,9 @@ engine=none
 [[ -e /dev/coopmpi && -r /sys/kernel/coopmpi/dma_engine ]] &&
 	engine=$(cat /sys/kernel/coopmpi/dma_engine)
 dma_done() { cat /sys/kernel/coopmpi/dma_completed 2>/dev/null || echo 0; }
-for mode in dma stripe auto; do
+put_modes=(dma stripe auto)
+((quick)) && put_modes=(dma)
+for mode in "${put_modes[@]}"; do
 	log=$tmp/put.$mode
 	before=$(dma_done)
 	expect "mpich: put_zcopy, UCX_COOP_PUT=$mode: mpi_check (0 B .. 16 MiB, data checked)" \
@@ -196,13 +220,22 @@ fi
 
 # 3. Processes of different domains (jobs) do not reach each other by
 #    coop: UCX falls back to posix for them.
-perf_pair "$tmp/cli" UCX_COOP_DOMAIN=job-a UCX_COOP_DOMAIN=job-b \
-	-t tag_bw -s 1048576 -n 20
-if grep -q 'Final:' "$tmp/cli" && grep -q 'ep_cfg' "$tmp/cli" &&
-	! grep -qE 'ep_cfg.*coop/memory' "$tmp/cli"; then
-	ok "different domains: no coop lane between them, the run completes"
-else
-	nok "different domains: no coop lane between them, the run completes" "$tmp/cli"
+domain_checks() {
+	perf_pair "$tmp/cli" UCX_COOP_DOMAIN=job-a UCX_COOP_DOMAIN=job-b \
+		-t tag_bw -s 1048576 -n 20
+	if grep -q 'Final:' "$tmp/cli" && grep -q 'ep_cfg' "$tmp/cli" &&
+		! grep -qE 'ep_cfg.*coop/memory' "$tmp/cli"; then
+		ok "different domains: no coop lane between them, the run completes"
+	else
+		nok "different domains: no coop lane between them, the run completes" "$tmp/cli"
+	fi
+}
+
+if ((!quick)); then
+	netpipe_checks
+	coop_alone_checks
+	sleep_checks
+	domain_checks
 fi
 
 # 4. A rank killed in the middle of a rendezvous: the job ends with an
@@ -215,6 +248,7 @@ for mpi in mpich openmpi; do
 		launch=(mpirun.openmpi --allow-run-as-root -np 2); fi
 	paths=("self,posix,coop" "coop,self")
 	[[ $mpi == openmpi ]] && paths=(ob1 "${paths[@]}")
+	((quick)) && paths=("${paths[0]}")	# the launcher's default path
 	for tls in "${paths[@]}"; do
 		how=(-t "$tls")
 		[[ $tls == ob1 ]] && how=()
