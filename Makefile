@@ -3,8 +3,11 @@
 #   make              install missing packages, build library, tests, module,
 #                     the UCX transport (lib/ucx/libuct_coop.so) and Open
 #                     MPI's btl uct (scripts/ompi-btl-uct.sh)
-#   make check        everything above, then every test: natively (library,
-#                     shm provider) and in a QEMU VM against the real module
+#   make check        everything above, then the quick test tier (what CI
+#                     runs): every component natively and in a QEMU VM
+#                     against the real module
+#   make check-full   the same, then every heavy suite (scripts/check.sh
+#                     --list shows each stage's tier)
 #   make bench        the full benchmark suite (bench/results/full/)
 #   make bench-quick  headline numbers in < 90 s, ending in key=value lines
 #   make bench-patterns  collective patterns and 3-D stencil per protocol
@@ -15,7 +18,7 @@
 
 SHELL := /bin/bash
 
-.PHONY: all deps lib ucx module tests check bench bench-quick bench-patterns clean
+.PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns clean
 
 all: deps lib ucx module tests
 
@@ -42,6 +45,9 @@ tests: lib
 
 check: all
 	@scripts/check.sh
+
+check-full: all
+	@scripts/check.sh --full
 
 bench: all
 	@bench/run-suite.sh full
