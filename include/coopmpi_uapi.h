@@ -211,11 +211,12 @@ enum coopmpi_dma_engine {
 };
 
 /*
- * COOPMPI_IOC_JOIN: attach this endpoint to the domain named by key,
- * creating the domain if it does not exist (unless JOIN_EXISTING).
- * Only the domain creator's effective uid (or CAP_SYS_ADMIN) may join.
- * Errors: -EALREADY joined, -EPERM other uid, -ENOENT with JOIN_EXISTING,
- * -EEXIST with JOIN_CREATE, -ENOSPC domain full.
+ * COOPMPI_IOC_JOIN: attach this endpoint to the domain named by key and
+ * the caller's effective uid, creating the domain if it does not exist
+ * (unless JOIN_EXISTING).  Keys are per owner: another uid joining the same
+ * key gets a domain of its own, never this one (CAP_SYS_ADMIN included).
+ * Errors: -EALREADY joined, -ENOENT with JOIN_EXISTING, -EEXIST with
+ * JOIN_CREATE, -ENOSPC domain full.
  */
 #define COOPMPI_JOIN_EXISTING	(1U << 0)
 #define COOPMPI_JOIN_CREATE	(1U << 1)

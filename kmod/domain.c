@@ -2,8 +2,8 @@
 /*
  * Protection domains and their endpoint tables.
  *
- * A domain is named by a 64-bit key and lives exactly as long as it has
- * joined endpoints.  Its endpoint table is written under domain->lock;
+ * A domain is named by a 64-bit key and its owner's effective uid, and
+ * lives exactly as long as it has joined endpoints.  Its endpoint table is written under domain->lock;
  * the ring pointers in it are RCU-published so the mailbox fast path and
  * mmap() can find a peer's ring without taking a lock.
  */
@@ -83,22 +83,28 @@ static void domain_destroy(struct coopmpi_domain *d)
 	coopmpi_domain_sysfs_put(d);
 }
 
-static struct coopmpi_domain *domain_find(u64 key)
+/*
+ * A key names a domain of one owner, the effective uid that created it:
+ * the same key under another uid is another domain, so no user can take
+ * (squat) a key another user's job is about to join.
+ */
+static struct coopmpi_domain *domain_find(u64 key, kuid_t owner)
 {
 	struct coopmpi_domain *d;
 
 	lockdep_assert_held(&coopmpi_lock);
 	list_for_each_entry(d, &coopmpi_domains, node)
-		if (d->key == key)
+		if (d->key == key && uid_eq(d->uid, owner))
 			return d;
 	return NULL;
 }
 
 /*
- * May the current task join or use domain d?  Its creator's effective uid
- * or CAP_SYS_ADMIN.  Checked at every use, not only at JOIN: an endpoint's
- * file passed over a unix socket to another uid, or kept across a setuid
- * exec or a privilege drop, must not carry the domain's memory with it.
+ * May the current task use domain d?  Its owner's effective uid or
+ * CAP_SYS_ADMIN.  JOIN finds only the caller's own domains, but this is
+ * checked at every use: an endpoint's file passed over a unix socket to
+ * another uid, or kept across a setuid exec or a privilege drop, must not
+ * carry the domain's memory with it.
  */
 static bool domain_may_use(struct coopmpi_domain *d)
 {
@@ -123,14 +129,9 @@ static struct coopmpi_domain *domain_lookup(u64 key, u32 flags)
 	struct coopmpi_domain *d;
 
 	lockdep_assert_held(&coopmpi_lock);
-	d = domain_find(key);
-	if (d) {
-		if (flags & COOPMPI_JOIN_CREATE)
-			return ERR_PTR(-EEXIST);
-		if (!domain_may_use(d))
-			return ERR_PTR(-EPERM);
-		return d;
-	}
+	d = domain_find(key, current_euid());
+	if (d)
+		return flags & COOPMPI_JOIN_CREATE ? ERR_PTR(-EEXIST) : d;
 	if (flags & COOPMPI_JOIN_EXISTING)
 		return ERR_PTR(-ENOENT);
 	d = domain_create(key);

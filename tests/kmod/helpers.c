@@ -3,6 +3,7 @@
 #include "helpers.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <signal.h>
@@ -139,6 +140,16 @@ void cm_require_root(void)
 	REQUIRE(geteuid() == 0,
 		"this test needs root (euid is %d); the VM runs the suite as root",
 		(int)geteuid());
+}
+
+void cm_drop_to_nobody(void)
+{
+	REQUIRE(setgroups(0, NULL) == 0, "setgroups: %s", strerror(errno));
+	REQUIRE(setresgid(CM_NOBODY, CM_NOBODY, CM_NOBODY) == 0,
+		"setresgid: %s", strerror(errno));
+	REQUIRE(setresuid(CM_NOBODY, CM_NOBODY, CM_NOBODY) == 0,
+		"setresuid: %s", strerror(errno));
+	REQUIRE(geteuid() == CM_NOBODY, "euid %d", (int)geteuid());
 }
 
 void cm_rng_seed(struct cm_rng *r, uint64_t seed)

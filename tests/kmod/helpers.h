@@ -69,6 +69,10 @@ uint64_t cm_now_ms(void);
 void cm_sleep_ms(unsigned ms);
 uint64_t cm_unique_key(void);		/* a fresh domain key */
 void cm_require_root(void);
+/* uid and gid 65534 (nobody): a user other than root */
+#define CM_NOBODY 65534
+/* setgroups(0), then gid and uid CM_NOBODY (real, effective, saved) */
+void cm_drop_to_nobody(void);
 
 /* xorshift64* PRNG */
 struct cm_rng { uint64_t s; };

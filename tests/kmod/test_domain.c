@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * test_domain.c - protection domains: isolation of endpoints, rings and
- * regions between domains, the creator-uid rule, JOIN flags, lifetime.
+ * regions between domains, keys per owner uid (no squatting), an endpoint
+ * file in another uid's hands (-EPERM), JOIN flags, lifetime.
  */
 #include "helpers.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <liburing.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -123,16 +123,6 @@ START_TEST(test_isolation_region)
 }
 END_TEST
 
-static void drop_to_nobody(void)
-{
-	REQUIRE(setgroups(0, NULL) == 0, "setgroups: %s", strerror(errno));
-	REQUIRE(setresgid(65534, 65534, 65534) == 0, "setresgid: %s",
-		strerror(errno));
-	REQUIRE(setresuid(65534, 65534, 65534) == 0, "setresuid: %s",
-		strerror(errno));
-	REQUIRE(geteuid() == 65534, "euid %d", (int)geteuid());
-}
-
 /* open the device as the current (dropped) user; fall back to an fd
  * opened before dropping privileges when /dev permissions forbid it */
 static int open_as_user(int pre_opened, const char *who)
@@ -150,11 +140,18 @@ static int open_as_user(int pre_opened, const char *who)
 	return pre_opened;
 }
 
-START_TEST(test_join_other_uid)
+/*
+ * Keys are per owner (the joiner's effective uid): uid 65534 joining
+ * root's key gets a domain of its own and never sees root's; a key that
+ * uid 65534 took first (squatting) still gives root - the victim - its
+ * own domain; a second process of the same uid joins the first's domain.
+ */
+START_TEST(test_join_keys_per_uid)
 {
 	uint64_t root_key = cm_unique_key(), nobody_key = cm_unique_key();
-	struct coopmpi_join j;
-	int sv[2], fd;
+	uint64_t squat_key = cm_unique_key();
+	struct coopmpi_join j, jr;
+	int sv[2], fd, rfd;
 	pid_t pid;
 
 	cm_require_root();
@@ -162,45 +159,60 @@ START_TEST(test_join_other_uid)
 	cm_socketpair(sv);
 	pid = cm_fork();
 	if (pid == 0) {
-		int pre = cm_open(), ufd;
+		int pre[3] = { cm_open(), cm_open(), cm_open() }, ufd[3], i;
+		struct coopmpi_join jn;
 
 		close(sv[0]);
-		drop_to_nobody();
-		ufd = open_as_user(pre, "uid 65534");
-		REQUIRE_ERR(cm_join(ufd, root_key, 0, NULL), EPERM);
-		REQUIRE_ERR(cm_join(ufd, root_key, COOPMPI_JOIN_EXISTING, NULL),
-			    EPERM);
-		/* not refused globally: nobody can create its own domain */
-		REQUIRE_OK(cm_join(ufd, nobody_key, COOPMPI_JOIN_CREATE, NULL));
-		cm_put_u64(sv[1], 1);
+		cm_drop_to_nobody();
+		for (i = 0; i < 3; i++)
+			ufd[i] = open_as_user(pre[i], "uid 65534");
+		REQUIRE_ERR(cm_join(ufd[0], root_key, COOPMPI_JOIN_EXISTING,
+				    NULL), ENOENT);
+		REQUIRE_OK(cm_join(ufd[0], root_key, 0, &jn));
+		REQUIRE(jn.domain_id != j.domain_id,
+			"uid 65534 joined root's domain %u", j.domain_id);
+		REQUIRE_OK(cm_join(ufd[1], nobody_key, COOPMPI_JOIN_CREATE,
+				   &jn));
+		cm_put_u64(sv[1], jn.domain_id);
+		REQUIRE_OK(cm_join(ufd[2], squat_key, COOPMPI_JOIN_CREATE,
+				   &jn));
+		cm_put_u64(sv[1], jn.domain_id);
 		(void)cm_get_u64(sv[1]);
-		close(ufd);
+		for (i = 0; i < 3; i++)
+			close(ufd[i]);
 		_exit(0);
 	}
 	close(sv[1]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "child") == 1, "child protocol");
-
-	/* another process of the same uid (65534) may join nobody's domain */
 	{
+		uint32_t nobody_dom = cm_get_u64_from(sv[0], pid, "child");
+		uint32_t squat_dom = cm_get_u64_from(sv[0], pid, "child");
 		pid_t p2 = cm_fork();
 
+		/* another process of uid 65534 joins nobody's domain */
 		if (p2 == 0) {
 			int pre = cm_open(), ufd;
+			struct coopmpi_join jn;
 
-			drop_to_nobody();
+			cm_drop_to_nobody();
 			ufd = open_as_user(pre, "uid 65534");
 			REQUIRE_OK(cm_join(ufd, nobody_key,
-					   COOPMPI_JOIN_EXISTING, NULL));
+					   COOPMPI_JOIN_EXISTING, &jn));
+			REQUIRE(jn.domain_id == nobody_dom,
+				"same uid, same key: domain %u, not %u",
+				jn.domain_id, nobody_dom);
 			close(ufd);
 			_exit(0);
 		}
 		cm_wait_ok(p2, "same-uid joiner");
-	}
-	/* root (CAP_SYS_ADMIN) may join a domain created by uid 65534 */
-	{
-		int rfd = cm_open();
-
-		REQUIRE_OK(cm_join(rfd, nobody_key, COOPMPI_JOIN_EXISTING, &j));
+		/* root sees neither of nobody's domains, CAP_SYS_ADMIN or not */
+		rfd = cm_open();
+		REQUIRE_ERR(cm_join(rfd, nobody_key, COOPMPI_JOIN_EXISTING,
+				    NULL), ENOENT);
+		/* the squatted key: root creates its own domain all the same */
+		REQUIRE_OK(cm_join(rfd, squat_key, COOPMPI_JOIN_CREATE, &jr));
+		REQUIRE(jr.domain_id != squat_dom && jr.domain_id != j.domain_id,
+			"root's squatted key gave domain %u (nobody's %u)",
+			jr.domain_id, squat_dom);
 		close(rfd);
 	}
 	cm_put_u64(sv[0], 0);
@@ -327,7 +339,7 @@ START_TEST(test_fd_other_uid)
 
 		close(sv[0]);
 		got = recv_fd(sv[1]);
-		drop_to_nobody();
+		cm_drop_to_nobody();
 		refused_as_other_uid(got, &j, cookie);
 		/* and the inherited one (fork after join, then the drop) */
 		refused_as_other_uid(fd, &j, cookie);
@@ -425,7 +437,7 @@ void add_domain_tests(Suite *s)
 
 	tcase_add_test(tc, test_isolation_mbox_mmap);
 	tcase_add_test(tc, test_isolation_region);
-	tcase_add_test(tc, test_join_other_uid);
+	tcase_add_test(tc, test_join_keys_per_uid);
 	tcase_add_test(tc, test_fd_other_uid);
 	tcase_add_test(tc, test_join_flags);
 	tcase_add_test(tc, test_domain_lifetime);
