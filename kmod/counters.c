@@ -112,9 +112,15 @@ static ssize_t offload_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  READ_ONCE(o->hca_ops), READ_ONCE(o->hca_bytes));
 }
 
-static struct kobj_attribute domain_attr_uid = __ATTR_RO(uid);
-static struct kobj_attribute domain_attr_endpoints = __ATTR_RO(endpoints);
-static struct kobj_attribute domain_attr_offload = __ATTR_RO(offload);
+/*
+ * A domain's files name its processes and their traffic: readable by its
+ * owner (domain_get_ownership) and root only, whatever hidepid says.
+ */
+static struct kobj_attribute domain_attr_uid = __ATTR(uid, 0400, uid_show, NULL);
+static struct kobj_attribute domain_attr_endpoints =
+	__ATTR(endpoints, 0400, endpoints_show, NULL);
+static struct kobj_attribute domain_attr_offload =
+	__ATTR(offload, 0400, offload_show, NULL);
 
 #define LOAD_HEADER \
 	"# ep pid pending_ops pending_bytes kernel_ops kernel_bytes total_ops total_bytes\n"
@@ -174,7 +180,8 @@ static ssize_t load_read(struct file *file, struct kobject *kobj,
 	return count;
 }
 
-static struct bin_attribute domain_attr_load = __BIN_ATTR_RO(load, 0);
+static struct bin_attribute domain_attr_load =
+	__BIN_ATTR(load, 0400, load_read, NULL, 0);
 
 static struct attribute *domain_attrs[] = {
 	&domain_attr_uid.attr,
@@ -199,10 +206,18 @@ static void domain_kobj_release(struct kobject *kobj)
 	coopmpi_domain_free(kobj_domain(kobj));
 }
 
+/* The domain's directory and files belong to its owner's uid. */
+static void domain_get_ownership(struct kobject *kobj, kuid_t *uid,
+				 kgid_t *gid)
+{
+	*uid = kobj_domain(kobj)->uid;
+}
+
 static struct kobj_type coopmpi_domain_ktype = {
 	.release = domain_kobj_release,
 	.sysfs_ops = &kobj_sysfs_ops,
 	.default_groups = domain_groups,
+	.get_ownership = domain_get_ownership,
 };
 
 void coopmpi_domain_sysfs_init(struct coopmpi_domain *d)

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * test_sysfs.c - /sys/kernel/coopmpi: node-wide counters move with the
- * traffic, domains/<domain_id>/ lists live endpoints with their pids, and
- * disappears with the domain.
+ * traffic, domains/<domain_id>/ lists live endpoints with their pids, is
+ * readable by the domain's owner (and root) only, and disappears with the
+ * domain.
  */
 #include "helpers.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -230,11 +232,92 @@ START_TEST(test_sysfs_files_readable)
 }
 END_TEST
 
+/* Can the current user open the domain's file NAME? 0 or an errno */
+static int domain_file_errno(uint32_t domain_id, const char *name)
+{
+	char path[256], buf[64];
+	int r;
+
+	snprintf(path, sizeof(path), CM_SYSFS_DIR "/domains/%u/%s", domain_id,
+		 name);
+	r = cm_read_file(path, buf, sizeof(buf));
+	return r < 0 ? -r : 0;
+}
+
+/*
+ * A domain's files (its pids and traffic) belong to the domain's owner:
+ * another uid cannot read them, the owner can, the node-wide totals stay
+ * world-readable.
+ */
+START_TEST(test_sysfs_domain_owner_only)
+{
+	static const char *const names[] = { "load", "uid", "endpoints",
+					     "offload" };
+	struct coopmpi_join j;
+	int sv[2], fd;
+	pid_t pid;
+
+	cm_require_root();
+	fd = cm_open_join(cm_unique_key(), COOPMPI_JOIN_CREATE, &j);
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {
+		int pre = cm_open(), ufd;
+		struct coopmpi_join jn;
+		char path[256];
+		struct stat st;
+		unsigned int i;
+
+		close(sv[0]);
+		cm_drop_to_nobody();
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			REQUIRE(domain_file_errno(j.domain_id, names[i]) == EACCES,
+				"uid %d read root's domains/%u/%s", CM_NOBODY,
+				j.domain_id, names[i]);
+		(void)cm_sysfs_u64("endpoints");
+		(void)cm_sysfs_u64("copies");
+		/* its own domain: its files, readable */
+		ufd = pre;
+		REQUIRE_OK(cm_join(ufd, cm_unique_key(), COOPMPI_JOIN_CREATE,
+				   &jn));
+		snprintf(path, sizeof(path), CM_SYSFS_DIR "/domains/%u/load",
+			 jn.domain_id);
+		REQUIRE(stat(path, &st) == 0 && st.st_uid == CM_NOBODY,
+			"%s owned by uid %d", path, (int)st.st_uid);
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			REQUIRE(domain_file_errno(jn.domain_id, names[i]) == 0,
+				"the owner cannot read domains/%u/%s: %s",
+				jn.domain_id, names[i],
+				strerror(domain_file_errno(jn.domain_id,
+							   names[i])));
+		cm_put_u64(sv[1], jn.domain_id);
+		(void)cm_get_u64(sv[1]);
+		close(ufd);
+		_exit(0);
+	}
+	close(sv[1]);
+	/* root reads both */
+	{
+		uint32_t other = cm_get_u64_from(sv[0], pid, "child");
+
+		REQUIRE(domain_file_errno(other, "load") == 0,
+			"root cannot read domains/%u/load", other);
+		REQUIRE(domain_file_errno(j.domain_id, "load") == 0,
+			"root cannot read domains/%u/load", j.domain_id);
+	}
+	cm_put_u64(sv[0], 0);
+	cm_wait_ok(pid, "uid 65534 reader");
+	close(sv[0]);
+	close(fd);
+}
+END_TEST
+
 void add_sysfs_tests(Suite *s)
 {
 	TCase *tc = cm_tcase("sysfs", 60);
 
 	tcase_add_test(tc, test_sysfs_counters);
 	tcase_add_test(tc, test_sysfs_files_readable);
+	tcase_add_test(tc, test_sysfs_domain_owner_only);
 	suite_add_tcase(s, tc);
 }
