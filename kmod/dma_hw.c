@@ -5,8 +5,8 @@
  * endpoints.
  *
  * A chunk's pinned pages are DMA-mapped page by page on the channel's
- * device, one memcpy descriptor is prepared and submitted per page-pair
- * segment, and the worker sleeps until every descriptor's callback ran.
+ * device, each for exactly the bytes the chunk copies in it, one memcpy
+ * descriptor is prepared and submitted per page-pair segment, and the worker sleeps until every descriptor's callback ran.
  * The callbacks only count down (they may run in a tasklet or hardirq);
  * the worker then unmaps and, after the last chunk, the CPU writes the
  * notification, so it can never overtake the data.
@@ -83,43 +83,80 @@ static void hw_callback(void *param, const struct dmaengine_result *res)
 		complete(&b->done);
 }
 
+/*
+ * The bytes of page i of a run of len bytes that starts off into its first
+ * page.  Only they are mapped: where a mapping bounces (swiotlb) or the
+ * caches are not coherent, the device's side of a whole page would be
+ * written back over bytes the copy does not own - the owner's, or another
+ * descriptor's in the same page.
+ */
+static void hw_page_span(unsigned int off, size_t len, unsigned int i,
+			 unsigned int *start, unsigned int *size)
+{
+	size_t page = (size_t)i * PAGE_SIZE;
+	size_t lo = max_t(size_t, page, off);
+	size_t hi = min_t(size_t, page + PAGE_SIZE, off + len);
+
+	*start = lo - page;
+	*size = hi - lo;
+}
+
+/*
+ * dma[i] is the DMA address of byte 0 of page i, so that byte o of it is
+ * at dma[i] + o; only the bytes of its span are mapped.
+ */
+static void hw_unmap_pages(dma_addr_t *dma, unsigned int off, size_t len,
+			   unsigned int nr, enum dma_data_direction dir)
+{
+	unsigned int i, start, size;
+
+	for (i = 0; i < nr; i++) {
+		hw_page_span(off, len, i, &start, &size);
+		dma_unmap_page(hw.dev, dma[i] + start, size, dir);
+	}
+}
+
+static int hw_map_pages(struct page **pages, dma_addr_t *dma,
+			unsigned int off, size_t len, unsigned int nr,
+			enum dma_data_direction dir)
+{
+	unsigned int i, start, size;
+	dma_addr_t addr;
+
+	for (i = 0; i < nr; i++) {
+		hw_page_span(off, len, i, &start, &size);
+		addr = dma_map_page(hw.dev, pages[i], start, size, dir);
+		if (dma_mapping_error(hw.dev, addr)) {
+			hw_unmap_pages(dma, off, len, i, dir);
+			return -ENOMEM;
+		}
+		dma[i] = addr - start;
+	}
+	return 0;
+}
+
 static void hw_unmap(const struct coopmpi_dma_chunk *c, unsigned int nr_src,
 		     unsigned int nr_dst)
 {
-	unsigned int i;
-
-	for (i = 0; i < nr_dst; i++)
-		dma_unmap_page(hw.dev, c->dst_dma[i], PAGE_SIZE,
-			       DMA_FROM_DEVICE);
-	for (i = 0; i < nr_src; i++)
-		dma_unmap_page(hw.dev, c->src_dma[i], PAGE_SIZE,
-			       DMA_TO_DEVICE);
+	hw_unmap_pages(c->dst_dma, c->dst_off, c->len, nr_dst, DMA_FROM_DEVICE);
+	hw_unmap_pages(c->src_dma, c->src_off, c->len, nr_src, DMA_TO_DEVICE);
 }
 
 static int hw_map(const struct coopmpi_dma_chunk *c, unsigned int nr_src,
 		  unsigned int nr_dst)
 {
-	unsigned int s, d;
+	int ret;
 
-	for (s = 0; s < nr_src; s++) {
-		c->src_dma[s] = dma_map_page(hw.dev, c->src_pages[s], 0,
-					     PAGE_SIZE, DMA_TO_DEVICE);
-		if (dma_mapping_error(hw.dev, c->src_dma[s]))
-			goto err_src;
-	}
-	for (d = 0; d < nr_dst; d++) {
-		c->dst_dma[d] = dma_map_page(hw.dev, c->dst_pages[d], 0,
-					     PAGE_SIZE, DMA_FROM_DEVICE);
-		if (dma_mapping_error(hw.dev, c->dst_dma[d]))
-			goto err_dst;
-	}
-	return 0;
-err_dst:
-	hw_unmap(c, nr_src, d);
-	return -ENOMEM;
-err_src:
-	hw_unmap(c, s, 0);
-	return -ENOMEM;
+	ret = hw_map_pages(c->src_pages, c->src_dma, c->src_off, c->len,
+			   nr_src, DMA_TO_DEVICE);
+	if (ret)
+		return ret;
+	ret = hw_map_pages(c->dst_pages, c->dst_dma, c->dst_off, c->len,
+			   nr_dst, DMA_FROM_DEVICE);
+	if (ret)
+		hw_unmap_pages(c->src_dma, c->src_off, c->len, nr_src,
+			       DMA_TO_DEVICE);
+	return ret;
 }
 
 /*

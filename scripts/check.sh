@@ -26,7 +26,7 @@ lib-native                quick  the library suite, shm provider
 lib-sanitized             quick  the library suite with ASan + UBSan
 lib-tsan                  quick  TSan: the threads, sleep and p2p cases with progress threads
 kmod-vm                   quick  VM, Debian kernel: the driver suite (DMA on the soft engine)
-kmod-dma-vm               quick  VM: the DMA suite on the test dmaengine provider and dma=off
+kmod-dma-vm               quick  VM: the DMA suite on the test dmaengine provider (plain and with swiotlb=force) and dma=off
 lib-vm                    quick  VM: the library suite on the driver (kmod provider)
 ucx                       quick  the UCX transport under unmodified MPICH and Open MPI
 ucx-vm-quick              quick  VM: the same, data checks and kills only, on the driver
@@ -162,8 +162,8 @@ stage_lib_native_thread() {
 
 stage_kmod_vm() { vm tests/kmod/test_kmod; }
 # kmod-vm ran the DMA suite on the soft engine (dma=auto in a VM without
-# DMA hardware); here the dmaengine path and dma=off
-stage_kmod_dma_vm() { scripts/vm-dma-tests.sh hw off; }
+# DMA hardware); here the dmaengine path, bouncing too, and dma=off
+stage_kmod_dma_vm() { scripts/vm-dma-tests.sh hw hw-bounce off; }
 stage_lib_vm() { vm env COOP_PROVIDER=kmod tests/lib/test_lib; }
 stage_lib_vm_progress() {
 	vm env COOP_PROVIDER=kmod COOP_PROGRESS=thread-sleep tests/lib/test_lib

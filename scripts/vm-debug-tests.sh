@@ -7,6 +7,7 @@
 #             (dma=auto: the soft engine)
 #   dma-hw    its DMA suite on the dmaengine path (the test-only provider
 #             tests/dmatest/coopmpi_dmatest.ko)
+#   dma-bounce  the same booted with swiotlb=force: every mapping bounces
 #   lib       the library suite on the driver (COOP_PROVIDER=kmod)
 #   hca       the HCA engine's case over Soft-RoCE (rxe built in), on the
 #             driver (scripts/vm-hca-tests.sh kmod, case hca)
@@ -18,7 +19,7 @@
 # KASAN, lockdep, UBSAN, KFENCE, a sleep in atomic context, list
 # corruption, WARN) and on what kmemleak finds after the modules are
 # removed.
-# usage: scripts/vm-debug-tests.sh [kmod|dma-hw|lib|hca|canaries ...]
+# usage: scripts/vm-debug-tests.sh [kmod|dma-hw|dma-bounce|lib|hca|canaries ...]
 #        (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -69,7 +70,7 @@ canaries() {
 }
 
 runs=("$@")
-((${#runs[@]})) || runs=(canaries kmod dma-hw lib hca)
+((${#runs[@]})) || runs=(canaries kmod dma-hw dma-bounce lib hca)
 rc=0
 for r in "${runs[@]}"; do
 	printf '\n==== debug-%s ====\n' "$r"
@@ -78,8 +79,11 @@ for r in "${runs[@]}"; do
 	kmod)
 		vm --module "$mods/kmod/coopmpi.ko" -- tests/kmod/test_kmod
 		;;
-	dma-hw)
-		vm --extra-module "$mods/tests/dmatest/coopmpi_dmatest.ko" \
+	dma-hw | dma-bounce)
+		append=
+		[[ $r == dma-hw ]] || append=swiotlb=force
+		COOP_VM_APPEND=$append vm \
+			--extra-module "$mods/tests/dmatest/coopmpi_dmatest.ko" \
 			--module "$mods/kmod/coopmpi.ko" \
 			--modparams "dma=hw dma_timeout_ms=2000" -- \
 			env CK_RUN_SUITE=coopmpi-dma COOP_EXPECT_DMA_ENGINE=hw \
@@ -98,7 +102,7 @@ for r in "${runs[@]}"; do
 		canaries
 		;;
 	*)
-		echo "vm-debug-tests: unknown run '$r' (kmod, dma-hw, lib, hca or canaries)" >&2
+		echo "vm-debug-tests: unknown run '$r' (kmod, dma-hw, dma-bounce, lib, hca or canaries)" >&2
 		exit 2
 		;;
 	esac

@@ -7,8 +7,8 @@
  * hardware.
  *
  * The copy goes through the direct map at the DMA address: that needs
- * DMA address == physical address (no IOMMU, no offset), which probe
- * verifies.  Callbacks run with bottom halves disabled, as from a real
+ * DMA addresses that are physical addresses (no IOMMU; swiotlb bounce
+ * buffers are fine), which probe verifies.  Callbacks run with bottom halves disabled, as from a real
  * driver's tasklet.  The channel is DMA_PRIVATE: only
  * dma_request_chan_by_mask() users get it.
  *
@@ -257,8 +257,12 @@ static void prov_release(struct dma_device *dma)
 	kfree(container_of(dma, struct prov, dma));
 }
 
-/* The copy uses the direct map at the DMA address: they must agree. */
-static bool prov_identity_mapped(struct device *dev)
+/*
+ * The copy uses the direct map at the DMA address: a mapping's DMA address
+ * must be the physical address of memory holding the mapped bytes - the
+ * page itself, or a swiotlb bounce buffer (swiotlb=force), not an IOVA.
+ */
+static bool prov_direct_mapped(struct device *dev)
 {
 	struct page *page = alloc_page(GFP_KERNEL);
 	dma_addr_t addr;
@@ -266,11 +270,13 @@ static bool prov_identity_mapped(struct device *dev)
 
 	if (!page)
 		return false;
+	memset(page_address(page), 0xA5, PAGE_SIZE);
 	addr = dma_map_page(dev, page, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
 	if (dma_mapping_error(dev, addr)) {
 		ok = false;
 	} else {
-		ok = addr == page_to_phys(page);
+		ok = pfn_valid(PHYS_PFN(addr)) &&
+		     !memcmp(phys_to_virt(addr), page_address(page), PAGE_SIZE);
 		dma_unmap_page(dev, addr, PAGE_SIZE, DMA_BIDIRECTIONAL);
 	}
 	__free_page(page);
@@ -288,7 +294,7 @@ static int prov_probe(struct platform_device *pdev)
 	ret = dma_coerce_mask_and_coherent(dev, DMA_BIT_MASK(64));
 	if (ret)
 		return ret;
-	if (!prov_identity_mapped(dev)) {
+	if (!prov_direct_mapped(dev)) {
 		dev_err(dev, "DMA addresses are not physical addresses (IOMMU?)\n");
 		return -ENODEV;
 	}

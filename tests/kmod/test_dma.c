@@ -709,6 +709,65 @@ START_TEST(test_dma_notify_order)
 }
 END_TEST
 
+#define DMATEST_DELAY "/sys/module/coopmpi_dmatest/parameters/delay_us"
+
+/*
+ * A descriptor that writes part of a destination page leaves the rest of
+ * the page to its owner: bytes the owner writes there while the
+ * descriptor is in flight keep the owner's values.  An engine that maps
+ * the whole page for the device's writes loses them where the mapping
+ * bounces (swiotlb: the bounce buffer, copied from the page at map time,
+ * is copied back over all of it at unmap).  With the test provider the
+ * descriptor is held 400 ms (delay_us) so the writes land in flight;
+ * scripts/vm-dma-tests.sh hw-bounce runs it with swiotlb=force.
+ */
+START_TEST(test_dma_partial_page)
+{
+	const uint64_t off = 1000, len = 100;
+	struct coopmpi_dma_desc d;
+	struct coopmpi_dma_cqe e;
+	struct cm_owner o;
+	struct cm_shm shm;
+	struct dctx x;
+	uint8_t *local;
+	uint32_t done;
+	bool held;
+
+	if (!cm_dma_available())
+		return;
+	held = cm_dma_info_cache.engine == COOPMPI_DMA_HW &&
+	       cm_write_file(DMATEST_DELAY, "400000\n") == 0;
+	dctx_open(&x);
+	cm_shm_create(&shm, 4096);
+	cm_owner_spawn(&o, x.key, &shm, 0,
+		       COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, 0);
+	local = cm_map_anon(4096);
+	cm_fill_pattern(local, len, 41);
+	memset(shm.view, 0xEE, 4096);
+	cm_desc_local(&d, local, o.cookie, off, len, 1);
+	REQUIRE_OK(cm_dma_submit(x.fd, &d, 1, &done));
+	cm_sleep_ms(100);
+	memset(shm.view, 0x5A, off);
+	memset(shm.view + off + len, 0x5A, 4096 - off - len);
+	if (held)
+		REQUIRE(cm_cq_reap(&x.cq, &e, 1) == 0,
+			"the descriptor completed before the owner's writes");
+	cm_cq_wait(x.fd, &x.cq, &e, 1, 10000);
+	if (held)
+		REQUIRE_OK(cm_write_file(DMATEST_DELAY, "0\n"));
+	expect_cqe(&e, 0, len, "partial page");
+	REQUIRE(cm_check_pattern(shm.view + off, len, 41, 0) < 0,
+		"the copied bytes");
+	REQUIRE(cm_check_byte(shm.view, off, 0x5A) < 0 &&
+		cm_check_byte(shm.view + off + len, 4096 - off - len, 0x5A) < 0,
+		"bytes the owner wrote beside the copy in flight were reverted");
+	cm_owner_finish(&o);
+	cm_unmap(local, 4096);
+	cm_shm_destroy(&shm);
+	dctx_close(&x);
+}
+END_TEST
+
 void add_dma_tests(Suite *s)
 {
 	TCase *tc = cm_tcase("dma-basic", 60);
@@ -731,5 +790,9 @@ void add_dma_tests(Suite *s)
 
 	tc = cm_tcase("dma-many", 300);
 	tcase_add_test(tc, test_dma_many);
+	suite_add_tcase(s, tc);
+
+	tc = cm_tcase("dma-partial", 60);
+	tcase_add_test(tc, test_dma_partial_page);
 	suite_add_tcase(s, tc);
 }
