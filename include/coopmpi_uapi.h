@@ -293,7 +293,8 @@ struct coopmpi_doorbell {
  * chunk's pages pinned, just before the chunk moves: once DEREGISTER has
  * returned only a chunk already moving (copy_chunk_pages at most) may
  * still touch the memory; one waiting in a fault or for a retry fails
- * with -ENXIO.
+ * with -ENXIO.  A COPY faults in its local side of a chunk before it pins
+ * the region's pages and moves the chunk without waiting on either.
  */
 #define COOPMPI_REGION_READ	(1U << 0)	/* peers may copy from it */
 #define COOPMPI_REGION_WRITE	(1U << 1)	/* peers may copy into it */

@@ -204,11 +204,19 @@ struct copy_state {
 	u64 copied;
 };
 
+/*
+ * Copies between the pinned pages and the local iovec with page faults
+ * disabled: -EAGAIN when a local page went away after fault_in_local()
+ * (the chunk is retried from there), never a wait while the owner's pages
+ * are held.
+ */
 static int copy_pages(struct copy_state *cs, long pinned)
 {
 	size_t off = cs->addr & ~PAGE_MASK;
+	int ret = 0;
 	long i;
 
+	pagefault_disable();
 	for (i = 0; i < pinned && cs->left; i++, off = 0) {
 		size_t step = min_t(u64, PAGE_SIZE - off, cs->left);
 		size_t done;
@@ -222,17 +230,41 @@ static int copy_pages(struct copy_state *cs, long pinned)
 		cs->addr += done;
 		cs->left -= done;
 		cs->copied += done;
-		if (done != step)
-			return -EFAULT;	/* local memory */
+		if (done != step) {
+			ret = -EAGAIN;
+			break;
+		}
 	}
-	return 0;
+	pagefault_enable();
+	return ret;
 }
 
+/*
+ * Faults in the local side of the next @bytes (it may wait, e.g. on a
+ * userfaultfd or FUSE page) before any page of the owner is pinned;
+ * returns how many bytes from the start are present, 0 if none can be.
+ */
+static size_t fault_in_local(struct copy_state *cs, size_t bytes)
+{
+	size_t missing = cs->to_region ?
+		fault_in_iov_iter_readable(cs->iter, bytes) :
+		fault_in_iov_iter_writeable(cs->iter, bytes);
+
+	return bytes - missing;
+}
+
+/*
+ * One chunk: the local side faulted in first, then the owner's pages
+ * pinned, the region looked at again, the bytes moved without a fault.
+ * The chunk never waits with the owner's pages held, so once DEREGISTER
+ * has returned no byte moves to or from the region (region_unlink()).
+ */
 static int copy_chunk(struct copy_state *cs)
 {
 	unsigned long off = cs->addr & ~PAGE_MASK;
 	int ret = READ_ONCE(cs->r->gone);
 	unsigned long nr;
+	size_t bytes;
 	long pinned;
 
 	if (ret)
@@ -240,8 +272,12 @@ static int copy_chunk(struct copy_state *cs)
 	if (fatal_signal_pending(current))
 		return -EINTR;
 
-	nr = min_t(u64, coopmpi_copy_chunk_pages,
-		   DIV_ROUND_UP_ULL(off + cs->left, PAGE_SIZE));
+	bytes = min_t(u64, cs->left,
+		      (u64)coopmpi_copy_chunk_pages * PAGE_SIZE - off);
+	bytes = fault_in_local(cs, bytes);
+	if (!bytes)
+		return -EFAULT;	/* local memory */
+	nr = DIV_ROUND_UP(off + bytes, PAGE_SIZE);
 	pinned = pin_chunk(cs->r, cs->addr & PAGE_MASK, nr,
 			   cs->to_region ? FOLL_WRITE : 0, cs->pages);
 	if (pinned < 0)
@@ -251,7 +287,7 @@ static int copy_chunk(struct copy_state *cs)
 	if (!ret)
 		ret = copy_pages(cs, pinned);
 	unpin_user_pages_dirty_lock(cs->pages, pinned, cs->to_region);
-	return ret;
+	return ret == -EAGAIN ? 0 : ret;
 }
 
 static int copy_loop(struct copy_state *cs)

@@ -252,6 +252,86 @@ START_TEST(test_dereg_during_fault)
 }
 END_TEST
 
+struct filler {
+	struct cm_uffd *uf;
+	int sock;
+};
+
+static void *fill_on_word(void *arg)
+{
+	struct filler *f = arg;
+
+	(void)cm_get_u64(f->sock);
+	cm_uffd_fill(f->uf, 0, f->uf->len, 5);
+	return NULL;
+}
+
+/*
+ * A COPY whose local buffer is a page waiting in a fault (userfaultfd)
+ * when the owner deregisters the region, the fault resolved only after
+ * DEREGISTER returned: nothing moves to or from the region (-ENXIO, 0
+ * bytes; its memory unwritten, the local page not filled from it), both
+ * directions: _i = 0 from the region, 1 into it.  A driver that pinned the
+ * owner's pages first would hold them through the fault and move the
+ * chunk after DEREGISTER returned.
+ */
+START_TEST(test_dereg_during_local_fault)
+{
+	static const char *const what[] = { "from", "into" };
+	uint64_t key = cm_unique_key(), cookie;
+	int fd = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
+	uint8_t *mem = cm_map_anon(4096);
+	int sv[2];
+	pid_t pid;
+
+	memset(mem, 0xEE, 4096);
+	REQUIRE_OK(cm_reg(fd, mem, 4096,
+			  COOPMPI_REGION_READ | COOPMPI_REGION_WRITE, &cookie));
+	cm_socketpair(sv);
+	pid = cm_fork();
+	if (pid == 0) {
+		int cfd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		struct cm_uffd uf;
+		struct filler f = { &uf, sv[1] };
+		uint64_t copied = 0;
+		pthread_t th;
+		int r;
+
+		close(sv[0]);
+		cm_uffd_create(&uf, 4096);
+		REQUIRE(pthread_create(&th, NULL, fill_on_word, &f) == 0,
+			"pthread_create");
+		cm_put_u64(sv[1], 1);
+		r = cm_copy(cfd, cookie, 0, uf.area, 4096,
+			    _i ? COOPMPI_COPY_TO_REGION :
+				 COOPMPI_COPY_FROM_REGION, &copied);
+		pthread_join(th, NULL);
+		cm_put_u64(sv[1], (uint64_t)-r);
+		cm_put_u64(sv[1], copied);
+		cm_put_u64(sv[1], cm_check_pattern(uf.area, 4096, 5, 0) < 0);
+		_exit(0);
+	}
+	close(sv[1]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 1, "copier ready");
+	cm_sleep_ms(200);
+	REQUIRE_OK(cm_dereg(fd, cookie));
+	cm_put_u64(sv[0], 1);	/* now resolve the fault */
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == ENXIO,
+		"a copy %s a region deregistered while its local page faulted: not ENXIO",
+		what[_i]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 0,
+		"bytes copied %s a deregistered region", what[_i]);
+	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 1,
+		"the copier's page written from a deregistered region");
+	REQUIRE(cm_check_byte(mem, 4096, 0xEE) < 0,
+		"a deregistered region written");
+	cm_wait_ok(pid, "copier");
+	close(sv[0]);
+	cm_unmap(mem, 4096);
+	close(fd);
+}
+END_TEST
+
 struct teardown {
 	int fd;
 	uint8_t *local;
@@ -387,6 +467,7 @@ void add_kill_tests(Suite *s)
 	tcase_add_loop_test(tc, test_copier_killed_mid_copy, 0, 3);
 	tcase_add_test(tc, test_dereg_during_copy);
 	tcase_add_loop_test(tc, test_dereg_during_fault, 0, 2);
+	tcase_add_loop_test(tc, test_dereg_during_local_fault, 0, 2);
 	tcase_add_loop_test(tc, test_teardown_mid_copy, 0, 2);
 	tcase_add_loop_test(tc, test_killed_while_waiting, 0, 2);
 	suite_add_tcase(s, tc);
