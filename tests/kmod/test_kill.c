@@ -192,6 +192,23 @@ START_TEST(test_dereg_during_copy)
 END_TEST
 
 /*
+ * The copier's three words after a COPY that met DEREGISTER: its error
+ * (ENXIO), the bytes it copied (0) and whether its buffer holds what it
+ * held before (1).
+ */
+static void expect_nothing_moved(int sock, pid_t pid, const char *dir,
+				 const char *when)
+{
+	REQUIRE(cm_get_u64_from(sock, pid, "copier") == ENXIO,
+		"a copy %s a region deregistered while %s: not ENXIO", dir,
+		when);
+	REQUIRE(cm_get_u64_from(sock, pid, "copier") == 0,
+		"bytes copied %s a deregistered region", dir);
+	REQUIRE(cm_get_u64_from(sock, pid, "copier") == 1,
+		"the copier's buffer written from a deregistered region");
+}
+
+/*
  * A COPY waiting in a fault on the owner's page when the owner deregisters
  * the region and only then resolves the fault: the copy must not touch the
  * memory it no longer may (-ENXIO, nothing moved), whichever way it goes:
@@ -236,13 +253,7 @@ START_TEST(test_dereg_during_fault)
 		what[_i]);
 	REQUIRE_OK(cm_dereg(fd, cookie));
 	cm_uffd_fill(&uf, 0, 4096, 5);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == ENXIO,
-		"a copy %s a region deregistered while it waited in a fault: not ENXIO",
-		what[_i]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 0,
-		"bytes copied %s a deregistered region", what[_i]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 1,
-		"the copier's buffer written from a deregistered region");
+	expect_nothing_moved(sv[0], pid, what[_i], "it waited in a fault");
 	REQUIRE(cm_check_pattern(uf.area, 4096, 5, 0) < 0,
 		"a deregistered region written");
 	cm_wait_ok(pid, "copier");
@@ -316,13 +327,7 @@ START_TEST(test_dereg_during_local_fault)
 	cm_sleep_ms(200);
 	REQUIRE_OK(cm_dereg(fd, cookie));
 	cm_put_u64(sv[0], 1);	/* now resolve the fault */
-	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == ENXIO,
-		"a copy %s a region deregistered while its local page faulted: not ENXIO",
-		what[_i]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 0,
-		"bytes copied %s a deregistered region", what[_i]);
-	REQUIRE(cm_get_u64_from(sv[0], pid, "copier") == 1,
-		"the copier's page written from a deregistered region");
+	expect_nothing_moved(sv[0], pid, what[_i], "its local page faulted");
 	REQUIRE(cm_check_byte(mem, 4096, 0xEE) < 0,
 		"a deregistered region written");
 	cm_wait_ok(pid, "copier");
