@@ -6,7 +6,8 @@
  *
  * A chunk's pinned pages are DMA-mapped page by page on the channel's
  * device, each for exactly the bytes the chunk copies in it, one memcpy
- * descriptor is prepared and submitted per page-pair segment, and the worker sleeps until every descriptor's callback ran.
+ * descriptor is prepared and submitted per page-pair segment, and the
+ * worker sleeps until every descriptor's callback ran.
  * The callbacks only count down (they may run in a tasklet or hardirq);
  * the worker then unmaps and, after the last chunk, the CPU writes the
  * notification, so it can never overtake the data.
