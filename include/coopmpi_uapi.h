@@ -394,8 +394,18 @@ struct coopmpi_copy {
  * or the CQE's res for io_uring.  Errors after acceptance complete the
  * descriptor with status -errno: -ENXIO region deregistered, -ESRCH its
  * owner (or the submitter's address space) gone, -EFAULT unmapped memory,
- * -EIO engine error, -ECANCELED endpoint closed; bytes tells how far the
- * data got.  The notification is written only when status is 0.
+ * -EOPNOTSUPP a destination in a shared mapping of a file other than
+ * tmpfs/shmem or hugetlbfs, -EIO engine error, -ECANCELED endpoint closed
+ * (for io_uring: its ring closed, or the submitting thread exited),
+ * -ETIMEDOUT not done within the module parameter dma_deadline_ms of its
+ * submission; bytes tells how far the data got.  The notification is
+ * written only when status is 0.
+ *
+ * Memory: the driver's workers never wait for a page.  They fault in
+ * anonymous, shmem and hugetlb memory without waiting for I/O; pages of
+ * file mappings and userfaultfd-armed areas are used only when present
+ * (a page that is not is looked at again, up to 20 ms apart, until the
+ * deadline).  Touch such memory before submitting.
  *
  * Ordering: the notification is written by a CPU after every data byte is
  * visible (after the engine's completion of the last data byte).  Its
@@ -412,7 +422,7 @@ struct coopmpi_copy {
  * are pinned only while a worker copies one chunk of a descriptor.
  * Closing the endpoint cancels its descriptors (-ECANCELED) and waits for
  * the chunks already running; io_uring keeps the endpoint open until its
- * commands completed.
+ * commands completed, and closing the ring cancels them.
  */
 
 /*

@@ -42,7 +42,8 @@
  *   The hw engine's submit mutex (dma_hw.c) is a leaf around descriptor
  *   prep/submit/issue (the dmaengine driver's locks nest inside it); its
  *   completion callbacks take no lock of ours.  DMA workers pin pages
- *   (mmap_lock of any endpoint's mm, FOLL_NOWAIT) holding none of ours.
+ *   (mmap_read_trylock of any endpoint's mm, FOLL_NOWAIT or FOLL_NOFAULT)
+ *   holding none of ours.
  *   Ring and counters memory are accessed lock-free (shared with user
  *   space).  sysfs show() takes coopmpi_lock and/or domain->lock, so no
  *   kobject is ever deleted with one of those held.

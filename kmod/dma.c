@@ -44,6 +44,29 @@ unsigned int coopmpi_dma_timeout_ms = 10000;
 module_param_named(dma_timeout_ms, coopmpi_dma_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(dma_timeout_ms, "longest wait for the dmaengine channel to finish a chunk before it is reset and the descriptor fails with -ETIMEDOUT (10..600000)");
 
+/*
+ * An io_uring ring's exit work warns about commands still running five
+ * minutes after the ring was closed; ours end well before.
+ */
+#define DMA_DEADLINE_MIN_MS	100
+#define DMA_DEADLINE_MAX_MS	240000
+
+static unsigned int dma_deadline_ms = 60000;
+
+static int dma_deadline_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, DMA_DEADLINE_MIN_MS,
+				     DMA_DEADLINE_MAX_MS);
+}
+
+static const struct kernel_param_ops dma_deadline_ops = {
+	.set = dma_deadline_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(dma_deadline_ms, &dma_deadline_ops, &dma_deadline_ms, 0644);
+MODULE_PARM_DESC(dma_deadline_ms, "longest time a DMA descriptor may take from its submission to its completion, else it fails with -ETIMEDOUT (100..240000; root may change it at run time)");
+
 static unsigned int dma_workers = 4;
 module_param_named(dma_workers, dma_workers, uint, 0444);
 MODULE_PARM_DESC(dma_workers, "DMA chunks processed at once, node-wide (1..64)");
@@ -517,6 +540,7 @@ static int dma_submit_one(struct coopmpi_ep *ep,
 	op->ioucmd = ioucmd;
 	op->length = dd->length;
 	op->tag = dd->user_tag;
+	op->deadline = jiffies + msecs_to_jiffies(READ_ONCE(dma_deadline_ms));
 	/* io-wq and SQPOLL threads share the submitter's signal_struct */
 	op->task = get_task_struct(current);
 	op_account(op, 1);

@@ -15,10 +15,12 @@
  * non-reentrant); it requeues itself after each chunk, so descriptors of
  * all endpoints share the dma_workers workers fairly and pinned memory is
  * bounded node-wide by dma_workers * (2 * copy_chunk_pages + 1) pages.
- * Workers never sleep on user memory: pages are pinned with FOLL_NOWAIT
- * and a page whose fault would wait (I/O, userfaultfd) is retried later
- * from a timer, so every run of a work item takes bounded time and
- * endpoint release can wait for them.
+ * Workers never sleep on user memory: mmap_lock is only tried, pages are
+ * pinned with FOLL_NOWAIT, file and userfaultfd mappings are not faulted
+ * at all, and a page that is not there yet is retried later from a
+ * timer, so every run of a work item takes bounded time and endpoint
+ * release can wait for them.  A descriptor fails with -ETIMEDOUT once
+ * dma_deadline_ms passed since it was accepted.
  */
 #ifndef COOPMPI_DMA_H
 #define COOPMPI_DMA_H
@@ -52,6 +54,7 @@ struct coopmpi_dma_ep {
 struct coopmpi_dma_op {
 	struct delayed_work work;
 	unsigned int backoff;		/* retries of a page that would wait */
+	unsigned long deadline;		/* jiffies: then -ETIMEDOUT */
 	struct coopmpi_dma_ep *dep;
 	struct coopmpi_domain *domain;	/* the submitter's, for counters */
 	struct io_uring_cmd *ioucmd;	/* NULL: completes to the CQ */

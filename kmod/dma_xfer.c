@@ -4,10 +4,12 @@
  * it, then writes the notification and completes it.
  *
  * A chunk is at most copy_chunk_pages pages on each side; both sides are
- * pinned only while the engine copies it.  Pinning never waits for a
- * fault (FOLL_NOWAIT; a userfaultfd area is not faulted at all): what
- * could not be pinned is retried after a growing delay, so a user cannot
- * park a shared worker on its memory.
+ * pinned only while the engine copies it.  Pinning never waits: not for
+ * mmap_lock (trylock), not for I/O (FOLL_NOWAIT), and memory whose
+ * faults could wait for a process (file mappings, userfaultfd) is not
+ * faulted at all.  What could not be pinned is retried after a growing
+ * delay until the descriptor's deadline (dma_deadline_ms), so a user
+ * cannot park a shared worker on its memory, and every descriptor ends.
  *
  * The notification is written by the CPU after the engine reported every
  * data byte done, second half first and first half last (one 64-bit
@@ -15,6 +17,9 @@
  * data or before the rest of it.
  */
 #include <linux/highmem.h>
+#include <linux/hugetlb.h>
+#include <linux/io_uring_types.h>
+#include <linux/magic.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -31,58 +36,100 @@
 /* Longest delay between retries of a page that would wait, jiffies. */
 #define OP_MAX_BACKOFF	max(HZ / 50, 1)
 
+/* tmpfs, memfd, SysV and shared anonymous memory: shmem's (not exported) */
+static bool dma_vma_shmem(struct vm_area_struct *vma)
+{
+	return vma->vm_file &&
+	       file_inode(vma->vm_file)->i_sb->s_magic == TMPFS_MAGIC;
+}
+
 /*
- * Under mmap_lock: pins up to @nr pages at @start of one vma, faulting
- * without waiting.  A worker must never fault in a userfaultfd-armed vma:
+ * Whether a worker may fault pages of @vma in (without waiting for I/O:
+ * FOLL_NOWAIT).  Only anonymous, shmem and hugetlb memory: their faults
+ * allocate or start swap-in and never wait for another process.  A fault
+ * on a file mapping may wait for whatever backs it (a FUSE daemon that
+ * never answers), and one in a userfaultfd-armed vma for its handler;
  * once that userfaultfd is released, handle_userfault() answers
- * VM_FAULT_NOPAGE and GUP retries it forever holding mmap_lock, which
- * userfaultfd_release() waits for (the owner hangs in exit or close).
- * There only what is present is pinned; the rest counts as a wait.
+ * VM_FAULT_NOPAGE and GUP would retry forever holding mmap_lock, which
+ * userfaultfd_release() waits for.  There only present pages are pinned.
+ */
+static bool dma_vma_faultable(struct vm_area_struct *vma)
+{
+	if (userfaultfd_armed(vma))
+		return false;
+	return vma_is_anonymous(vma) || dma_vma_shmem(vma) ||
+	       is_vm_hugetlb_page(vma);
+}
+
+/*
+ * A destination's pages are dirtied under their page lock, which the
+ * page cache of a file system may hold while it waits for its backing
+ * store (FUSE holds it across a WRITE to the daemon): shared mappings of
+ * such files are refused.  Their private mappings receive into anonymous
+ * copies.
+ */
+static bool dma_vma_writable(struct vm_area_struct *vma)
+{
+	if (!(vma->vm_flags & VM_WRITE))
+		return false;
+	return !(vma->vm_flags & VM_SHARED) || !vma->vm_file ||
+	       dma_vma_shmem(vma) || is_vm_hugetlb_page(vma);
+}
+
+/*
+ * Under mmap_lock: pins up to @nr pages at @start of one vma; 0 when the
+ * first page is missing and may not be faulted in here.
  */
 static long dma_pin_vma(struct mm_struct *mm, unsigned long start,
 			unsigned long nr, unsigned int gup_flags,
 			struct page **pages, int *locked)
 {
 	struct vm_area_struct *vma = vma_lookup(mm, start);
-	vm_flags_t need = gup_flags & FOLL_WRITE ? VM_WRITE : VM_READ;
 	long pinned;
 
 	if (!vma)
 		return -EFAULT;
 	nr = min(nr, (vma->vm_end - start) >> PAGE_SHIFT);
-	if (!userfaultfd_armed(vma))
+	if (gup_flags & FOLL_WRITE) {
+		if (!dma_vma_writable(vma))
+			return vma->vm_flags & VM_WRITE ? -EOPNOTSUPP : -EFAULT;
+	} else if (!(vma->vm_flags & VM_READ)) {
+		return -EFAULT;
+	}
+	if (dma_vma_faultable(vma))
 		return pin_user_pages_remote(mm, start, nr,
 					     gup_flags | FOLL_NOWAIT, pages,
 					     NULL, locked);
-	if (!(vma->vm_flags & need))
-		return -EFAULT;
 	pinned = pin_user_pages_remote(mm, start, nr, gup_flags | FOLL_NOFAULT,
 				       pages, NULL, locked);
 	return pinned == -EFAULT ? 0 : pinned;
 }
 
 /*
- * Pins up to @nr pages of @mm at @start without waiting for faults:
- * returns the count pinned, 0 if the first page would have to wait,
- * -ESRCH when the address space is gone, -ENOMEM or -EFAULT.
+ * Pins up to @nr pages of @mm at @start without waiting for anything:
+ * returns the count pinned, 0 if the first page (or mmap_lock) would
+ * have to wait, -ESRCH when the address space is gone, -ENOMEM, -EFAULT
+ * or -EOPNOTSUPP.  A worker must not sleep on mmap_lock either: its
+ * holder may itself be waiting for a fault of that kind.
  */
 static long dma_pin(struct mm_struct *mm, unsigned long start,
 		    unsigned long nr, unsigned int gup_flags,
 		    struct page **pages)
 {
 	int locked = 1;
-	long pinned;
+	long pinned = 0;
 
 	if (!mmget_not_zero(mm))
 		return -ESRCH;
-	mmap_read_lock(mm);
-	pinned = dma_pin_vma(mm, start, nr, gup_flags, pages, &locked);
-	if (locked)
-		mmap_read_unlock(mm);
+	if (mmap_read_trylock(mm)) {
+		pinned = dma_pin_vma(mm, start, nr, gup_flags, pages, &locked);
+		if (locked)
+			mmap_read_unlock(mm);
+	}
 	mmput(mm);
-	if (pinned >= 0)
+	if (pinned >= 0 || pinned == -ENOMEM || pinned == -EOPNOTSUPP)
 		return pinned;
-	return pinned == -ENOMEM ? -ENOMEM : -EFAULT;
+	return -EFAULT;
 }
 
 static int chunk_alloc(struct coopmpi_dma_chunk *c)
@@ -174,10 +221,20 @@ out:
 	return ret;
 }
 
+/* The ring of an io_uring command was closed: nobody waits for it. */
+static bool op_ring_closed(const struct coopmpi_dma_op *op)
+{
+	/* the request holds a reference on its ring */
+	struct io_ring_ctx *ctx = cmd_to_io_kiocb(op->ioucmd)->ctx;
+
+	return percpu_ref_is_dying(&ctx->refs);
+}
+
 /*
  * The endpoint is closing, or the submitting process exits, or for an
- * io_uring command the submitting thread (io_uring waits for a thread's
- * commands when it exits; io-wq and SQPOLL threads submit for others).
+ * io_uring command its ring was closed or the submitting thread exits
+ * (io_uring waits for a thread's commands when it exits; io-wq and
+ * SQPOLL threads submit for others).
  */
 static bool op_canceled(const struct coopmpi_dma_op *op)
 {
@@ -187,7 +244,10 @@ static bool op_canceled(const struct coopmpi_dma_op *op)
 		return true;
 	if (READ_ONCE(op->task->signal->flags) & SIGNAL_GROUP_EXIT)
 		return true;
-	return op->ioucmd && (pf & (PF_EXITING | PF_IO_WORKER)) == PF_EXITING;
+	if (!op->ioucmd)
+		return false;
+	return op_ring_closed(op) ||
+	       (pf & (PF_EXITING | PF_IO_WORKER)) == PF_EXITING;
 }
 
 /* OP_DATA_DONE when all data is done, OP_MORE, OP_RETRY, or -errno. */
@@ -197,6 +257,8 @@ static int op_step(struct coopmpi_dma_op *op)
 
 	if (op_canceled(op))
 		return -ECANCELED;
+	if (time_after(jiffies, op->deadline))
+		return -ETIMEDOUT;
 	if (op->done == op->length)
 		return OP_DATA_DONE;
 	ret = op_regions_gone(op);

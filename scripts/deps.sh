@@ -10,7 +10,7 @@ packages=(
 	linux-source-6.1 flex bison bc libelf-dev libssl-dev xz-utils
 	qemu-system-x86 busybox-static kmod cpio
 	dkms
-	libibverbs-dev rdma-core liburing-dev
+	libibverbs-dev rdma-core liburing-dev libfuse3-dev
 	check
 	gnuplot-nox
 	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libucx-dev

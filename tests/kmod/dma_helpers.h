@@ -65,5 +65,6 @@ uint64_t cm_domain_offload(uint32_t domain_id, const char *field);
 void add_dma_tests(Suite *s);
 void add_dma_uring_tests(Suite *s);
 void add_dma_fail_tests(Suite *s);
+void add_dma_stall_tests(Suite *s);
 
 #endif

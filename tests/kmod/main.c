@@ -42,6 +42,7 @@ int main(void)
 	add_dma_tests(dma);
 	add_dma_uring_tests(dma);
 	add_dma_fail_tests(dma);
+	add_dma_stall_tests(dma);
 
 	sr = srunner_create(s);
 	srunner_add_suite(sr, dma);

@@ -4,7 +4,8 @@
  * cmd_op COOPMPI_URING_CMD_DMA): copies complete as CQEs (res = bytes or
  * -errno), asynchronously; bad commands; the in-flight limit as CQE
  * -EAGAIN with hundreds outstanding; submitters exiting, killed or
- * exec'ing with commands in flight.
+ * exec'ing with commands in flight; a stuck command's ring closed, and
+ * its deadline.
  */
 #include "dma_helpers.h"
 
@@ -498,6 +499,91 @@ START_TEST(test_uring_exit_inflight)
 END_TEST
 
 /*
+ * A command whose source never appears (userfaultfd, never filled), _i =
+ * 0 issued inline, 1 from io-wq (IOSQE_ASYNC): with the ring closed and
+ * the process alive it is cancelled at once (nobody waits for it: io_uring
+ * would warn about it after 5 minutes); with the ring open it ends with
+ * -ETIMEDOUT at dma_deadline_ms.
+ */
+#define DEADLINE_PARAM "/sys/module/coopmpi/parameters/dma_deadline_ms"
+
+static void prep_stuck(struct uctx *x, struct io_uring *ring,
+		       struct cm_uffd *uf, struct coopmpi_dma_desc *d,
+		       bool async)
+{
+	struct io_uring_sqe *sqe = get_sqe(ring);
+
+	cm_desc_local(d, uf->area, x->o.cookie, 0, 8192, 0);
+	prep_dma(sqe, x->fd, d, 3, false);
+	if (async)
+		sqe->flags |= IOSQE_ASYNC;
+	submit_all(ring, 1);
+	cm_sleep_ms(100);
+	REQUIRE(cm_sysfs_u64("dma_ops") == 1, "the command is not in flight");
+}
+
+START_TEST(test_uring_ring_closed)
+{
+	uint64_t errs0 = cm_sysfs_u64("dma_errors"), t0;
+	struct coopmpi_dma_desc d;
+	struct io_uring ring;
+	struct cm_uffd uf;
+	struct uctx x;
+
+	if (!cm_dma_available())
+		return;
+	uctx_open(&x, 8, 0, 1 << 20);
+	/* after the owner's fork: this process alone holds the ring */
+	REQUIRE(io_uring_queue_init(8, &ring, 0) == 0, "ring");
+	cm_uffd_create(&uf, 1 << 20);
+	prep_stuck(&x, &ring, &uf, &d, _i);
+	t0 = cm_now_ms();
+	io_uring_queue_exit(&ring);
+	cm_dma_wait_idle(5000);
+	printf("ring closed (%s): command cancelled in %llu ms\n",
+	       _i ? "io-wq" : "inline", (unsigned long long)(cm_now_ms() - t0));
+	REQUIRE(cm_sysfs_u64("dma_errors") == errs0 + 1, "not cancelled");
+	cm_uffd_destroy(&uf);
+	uctx_close(&x);
+}
+END_TEST
+
+START_TEST(test_uring_deadline)
+{
+	const unsigned deadline = 1500;
+	struct coopmpi_dma_desc d;
+	struct cm_uffd uf;
+	struct uctx x;
+	char old[32];
+	uint64_t t0, ud, took;
+	int res;
+
+	if (!cm_dma_available())
+		return;
+	cm_require_root();
+	REQUIRE(cm_read_file(DEADLINE_PARAM, old, sizeof(old)) > 0, "param");
+	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, "1500"));
+	uctx_open(&x, 8, 0, 1 << 20);
+	cm_uffd_create(&uf, 1 << 20);
+	t0 = cm_now_ms();
+	prep_stuck(&x, &x.ring, &uf, &d, _i);
+	wait_cqe(&x.ring, 30000, &ud, &res);
+	took = cm_now_ms() - t0;
+	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, old));
+	printf("stuck command (%s): %s after %llu ms (deadline %u ms)\n",
+	       _i ? "io-wq" : "inline", cm_errname(-res),
+	       (unsigned long long)took, deadline);
+	REQUIRE(ud == 3 && res == -ETIMEDOUT, "CQE %llu res %d",
+		(unsigned long long)ud, res);
+	REQUIRE(took >= deadline && took < deadline + 10000,
+		"ended after %llu ms", (unsigned long long)took);
+	cm_dma_wait_idle(5000);
+	cm_uffd_destroy(&uf);
+	uctx_close(&x);
+}
+END_TEST
+
+/*
  * A submitter that execs with 64 real copies in flight, submitted _i = 0
  * with DMA_SUBMIT (the endpoint, close-on-exec, is released by the exec:
  * what is left is cancelled), 1 through io_uring (the exec waits for the
@@ -578,5 +664,7 @@ void add_dma_uring_tests(Suite *s)
 	tcase_add_test(tc, test_uring_full);
 	tcase_add_loop_test(tc, test_uring_exit_inflight, 0, 3);
 	tcase_add_loop_test(tc, test_exec_inflight, 0, 2);
+	tcase_add_loop_test(tc, test_uring_ring_closed, 0, 2);
+	tcase_add_loop_test(tc, test_uring_deadline, 0, 2);
 	suite_add_tcase(s, tc);
 }
