@@ -6,6 +6,8 @@
  * protection domain (a 64-bit key) and from then on can exchange 64-byte
  * mailbox messages with, register memory regions for, and copy to/from the
  * regions of, the other endpoints of that domain - and nothing else.
+ * open() fails with -EMFILE when the caller's effective uid has
+ * user_max_endpoints endpoints open already (module parameter).
  *
  * Versioning: every ioctl argument starts with "__u32 size", which the
  * caller sets to sizeof() of the struct it was compiled with.  The size is
@@ -216,7 +218,8 @@ enum coopmpi_dma_engine {
  * (unless JOIN_EXISTING).  Keys are per owner: another uid joining the same
  * key gets a domain of its own, never this one (CAP_SYS_ADMIN included).
  * Errors: -EALREADY joined, -ENOENT with JOIN_EXISTING, -EEXIST with
- * JOIN_CREATE, -ENOSPC domain full.
+ * JOIN_CREATE, -ENOSPC domain full, -EDQUOT the caller owns
+ * user_max_domains domains already (module parameter).
  */
 #define COOPMPI_JOIN_EXISTING	(1U << 0)
 #define COOPMPI_JOIN_CREATE	(1U << 1)
@@ -418,8 +421,11 @@ struct coopmpi_copy {
  * Limits: per endpoint at most max_inflight descriptors and max_bytes
  * bytes in flight, and at most cq_entries descriptors from DMA_SUBMIT
  * either in flight or completed but not yet consumed from the CQ: beyond
- * that submission fails with -EAGAIN (as a CQE res for io_uring).  Pages
- * are pinned only while a worker copies one chunk of a descriptor.
+ * that submission fails with -EAGAIN (as a CQE res for io_uring), as it
+ * does beyond the domain owner's user_max_dma_inflight descriptors and
+ * user_max_dma_bytes bytes in flight over all its endpoints.  Workers
+ * serve the users with descriptors in turn, one chunk each.  Pages are
+ * pinned only while a worker copies one chunk of a descriptor.
  * Closing the endpoint cancels its descriptors (-ECANCELED) and waits for
  * the chunks already running; io_uring keeps the endpoint open until its
  * commands completed, and closing the ring cancels them.

@@ -8,6 +8,8 @@
  *   ep owns one struct coopmpi_ring (its mailbox) and its regions
  *   ep owns its DMA channel state (ep->dma: bounds, completion queue)
  *   domain owns the counters area and the region xarray
+ *   ep and domain each hold their uid's struct coopmpi_user (user.c:
+ *   per-user counts and limits, the user's DMA queue)
  *
  * Lifetimes:
  *   - A domain lives while it has joined endpoints (d->users, changed
@@ -58,7 +60,9 @@
 #include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
@@ -128,8 +132,28 @@ struct coopmpi_ring {
 struct coopmpi_domain;
 struct coopmpi_dma_ep;
 
+/* What one effective uid holds (user.c); its limits are module params. */
+enum coopmpi_user_res {
+	COOPMPI_USER_ENDPOINTS,
+	COOPMPI_USER_DOMAINS,
+	COOPMPI_USER_DMA_OPS,
+	COOPMPI_USER_DMA_BYTES,
+	COOPMPI_USER_NR
+};
+
+struct coopmpi_user {
+	struct hlist_node node;		/* user.c's hash, its lock */
+	refcount_t ref;
+	kuid_t uid;
+	atomic64_t held[COOPMPI_USER_NR];
+	/* dma_sched.c's, under its lock */
+	struct list_head dma_ready;	/* descriptors waiting for a worker */
+	struct list_head dma_turn;	/* on the round of users with some */
+};
+
 struct coopmpi_ep {
 	struct mutex lock;		/* join, regions list */
+	struct coopmpi_user *user;	/* the uid that opened it */
 	struct mutex recv_lock;
 	/* NULL until joined; published with release semantics. */
 	struct coopmpi_domain *domain;
@@ -155,6 +179,7 @@ struct coopmpi_domain {
 	u64 key;
 	u32 id;
 	kuid_t uid;
+	struct coopmpi_user *user;	/* of uid */
 	u32 max_endpoints;
 	struct mutex lock;		/* slots[] (ring pointers: RCU) */
 	struct coopmpi_slot *slots;
@@ -198,6 +223,14 @@ int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_ep_query(struct coopmpi_ep *ep, void *arg);
 void coopmpi_ep_release(struct coopmpi_ep *ep);
 u64 coopmpi_sum_live_rings(size_t field);
+
+/* user.c */
+struct coopmpi_user *coopmpi_user_get(kuid_t uid);
+void coopmpi_user_put(struct coopmpi_user *u);
+int coopmpi_user_charge(struct coopmpi_user *u, enum coopmpi_user_res res,
+			u64 n);
+void coopmpi_user_uncharge(struct coopmpi_user *u, enum coopmpi_user_res res,
+			   u64 n);
 
 /* mbox.c */
 struct coopmpi_ring *coopmpi_ring_alloc(u32 slots);

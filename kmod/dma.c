@@ -164,10 +164,15 @@ int __init coopmpi_dma_init(void)
 	}
 
 	dma_cq_entries = roundup_pow_of_two(dma_max_inflight);
+	ret = coopmpi_dma_sched_init(dma_workers);
+	if (ret)
+		return ret;
 	coopmpi_dma_wq = alloc_workqueue("coopmpi_dma", WQ_UNBOUND,
 					 dma_workers);
-	if (!coopmpi_dma_wq)
+	if (!coopmpi_dma_wq) {
+		coopmpi_dma_sched_exit();
 		return -ENOMEM;
+	}
 
 	dma_engine = COOPMPI_DMA_SOFT;
 	if (try_hw) {
@@ -180,6 +185,7 @@ int __init coopmpi_dma_init(void)
 			pr_err("dma=hw: no dmaengine memcpy channel (%d)\n", ret);
 			destroy_workqueue(coopmpi_dma_wq);
 			coopmpi_dma_wq = NULL;
+			coopmpi_dma_sched_exit();
 			dma_engine = COOPMPI_DMA_NONE;
 			return ret;
 		}
@@ -196,6 +202,7 @@ void coopmpi_dma_exit(void)
 		return;
 	destroy_workqueue(coopmpi_dma_wq);
 	coopmpi_dma_wq = NULL;
+	coopmpi_dma_sched_exit();
 	if (dma_engine == COOPMPI_DMA_HW)
 		coopmpi_dma_hw_exit();
 	dma_engine = COOPMPI_DMA_NONE;
@@ -346,6 +353,26 @@ static void op_put_refs(struct coopmpi_dma_op *op)
 		put_task_struct(op->task);
 }
 
+/* The user's share of the node: -EAGAIN beyond its limits. */
+static int op_user_charge(struct coopmpi_dma_op *op)
+{
+	int ret = coopmpi_user_charge(op->user, COOPMPI_USER_DMA_OPS, 1);
+
+	if (ret)
+		return ret;
+	ret = coopmpi_user_charge(op->user, COOPMPI_USER_DMA_BYTES,
+				  op->length);
+	if (ret)
+		coopmpi_user_uncharge(op->user, COOPMPI_USER_DMA_OPS, 1);
+	return ret;
+}
+
+static void op_user_uncharge(struct coopmpi_dma_op *op)
+{
+	coopmpi_user_uncharge(op->user, COOPMPI_USER_DMA_BYTES, op->length);
+	coopmpi_user_uncharge(op->user, COOPMPI_USER_DMA_OPS, 1);
+}
+
 static void op_account(struct coopmpi_dma_op *op, int sign)
 {
 	struct coopmpi_offload_counters *o = op->domain->offload;
@@ -368,6 +395,8 @@ void coopmpi_dma_op_finish(struct coopmpi_dma_op *op, int status)
 
 	op_put_refs(op);
 	op_account(op, -1);
+	/* the user lives while the endpoint does: before inflight drops */
+	op_user_uncharge(op);
 	atomic64_inc(status ? &coopmpi_stats.dma_errors :
 			      &coopmpi_stats.dma_completed);
 
@@ -526,25 +555,31 @@ static int dma_submit_one(struct coopmpi_ep *ep,
 	op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
 	if (!op)
 		return -ENOMEM;
+	op->user = d->user;
+	op->length = dd->length;
 	ret = op_lookup(op, d, dd);
 	if (!ret)
+		ret = op_user_charge(op);
+	if (!ret) {
 		ret = dma_ep_reserve(dep, dd->length, !ioucmd);
+		if (ret)
+			op_user_uncharge(op);
+	}
 	if (ret) {
 		op_put_refs(op);
 		kfree(op);
 		return ret;
 	}
-	INIT_DELAYED_WORK(&op->work, coopmpi_dma_op_work);
+	coopmpi_dma_sched_init_op(op);
 	op->dep = dep;
 	op->domain = d;
 	op->ioucmd = ioucmd;
-	op->length = dd->length;
 	op->tag = dd->user_tag;
 	op->deadline = jiffies + msecs_to_jiffies(READ_ONCE(dma_deadline_ms));
 	/* io-wq and SQPOLL threads share the submitter's signal_struct */
 	op->task = get_task_struct(current);
 	op_account(op, 1);
-	queue_delayed_work(coopmpi_dma_wq, &op->work, 0);
+	coopmpi_dma_sched_ready(op);
 	return 0;
 }
 

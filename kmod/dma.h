@@ -5,16 +5,17 @@
  *   dma.c       parameters, engine selection, per-endpoint state, the
  *               completion queue, submission (ioctl and io_uring) and
  *               completion delivery
+ *   dma_sched.c which descriptor a worker serves next: users take turns
  *   dma_xfer.c  the worker: one chunk of a descriptor per run (pin both
  *               sides, let the engine copy, unpin), then the notification
  *   dma_soft.c  the soft engine: the worker's CPU copies the chunk
  *   dma_hw.c    the dmaengine engine: map the chunk's pages, one memcpy
  *               descriptor per page pair, wait for the callbacks, unmap
  *
- * A descriptor is processed by one work item at a time (workqueues are
- * non-reentrant); it requeues itself after each chunk, so descriptors of
- * all endpoints share the dma_workers workers fairly and pinned memory is
- * bounded node-wide by dma_workers * (2 * copy_chunk_pages + 1) pages.
+ * A descriptor is processed by one worker at a time and goes back to its
+ * user's queue after each chunk, so users share the dma_workers workers
+ * fairly (dma_sched.c) and pinned memory is bounded node-wide by
+ * dma_workers * (2 * copy_chunk_pages + 1) pages.
  * Workers never sleep on user memory: mmap_lock is only tried, pages are
  * pinned with FOLL_NOWAIT, file and userfaultfd mappings are not faulted
  * at all, and a page that is not there yet is retried later from a
@@ -28,6 +29,7 @@
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -52,7 +54,9 @@ struct coopmpi_dma_ep {
 
 /* One accepted descriptor. */
 struct coopmpi_dma_op {
-	struct delayed_work work;
+	struct list_head sched_node;	/* dma_sched.c: its user's queue */
+	struct timer_list retry;	/* dma_sched.c: back to the queue */
+	struct coopmpi_user *user;	/* the domain owner's, for fairness */
 	unsigned int backoff;		/* retries of a page that would wait */
 	unsigned long deadline;		/* jiffies: then -ETIMEDOUT */
 	struct coopmpi_dma_ep *dep;
@@ -121,7 +125,14 @@ int coopmpi_dma_copy_chunk(const struct coopmpi_dma_chunk *c);
 void coopmpi_dma_op_finish(struct coopmpi_dma_op *op, int status);
 
 /* dma_xfer.c */
-void coopmpi_dma_op_work(struct work_struct *work);
+void coopmpi_dma_op_run(struct coopmpi_dma_op *op);
+
+/* dma_sched.c */
+int coopmpi_dma_sched_init(unsigned int workers);
+void coopmpi_dma_sched_exit(void);
+void coopmpi_dma_sched_init_op(struct coopmpi_dma_op *op);
+void coopmpi_dma_sched_ready(struct coopmpi_dma_op *op);
+void coopmpi_dma_sched_retry(struct coopmpi_dma_op *op, unsigned long delay);
 
 /* dma_soft.c */
 int coopmpi_dma_soft_copy(const struct coopmpi_dma_chunk *c);

@@ -315,21 +315,22 @@ static int op_notify(struct coopmpi_dma_op *op)
 
 static void op_requeue(struct coopmpi_dma_op *op, bool retry)
 {
-	unsigned long delay = 0;
+	unsigned long delay;
 
-	if (retry)
-		delay = min_t(unsigned long, 1UL << min(op->backoff++, 8U),
-			      OP_MAX_BACKOFF);
-	else
+	if (!retry) {
 		op->backoff = 0;
-	/* Behind everybody else's next chunk; op is not ours any more. */
-	queue_delayed_work(coopmpi_dma_wq, &op->work, delay);
+		/* behind everybody else's next chunk */
+		coopmpi_dma_sched_ready(op);
+		return;
+	}
+	delay = min_t(unsigned long, 1UL << min(op->backoff++, 8U),
+		      OP_MAX_BACKOFF);
+	coopmpi_dma_sched_retry(op, delay);
 }
 
-void coopmpi_dma_op_work(struct work_struct *work)
+/* One step of @op in a worker; op is not ours any more afterwards. */
+void coopmpi_dma_op_run(struct coopmpi_dma_op *op)
 {
-	struct coopmpi_dma_op *op = container_of(to_delayed_work(work),
-						 struct coopmpi_dma_op, work);
 	int ret;
 
 	ret = op_step(op);

@@ -30,11 +30,32 @@ void coopmpi_domain_free(struct coopmpi_domain *d)
 {
 	WARN_ON_ONCE(!xa_empty(&d->regions));
 	xa_destroy(&d->regions);
+	if (d->user) {
+		coopmpi_user_uncharge(d->user, COOPMPI_USER_DOMAINS, 1);
+		coopmpi_user_put(d->user);
+	}
 	coopmpi_counters_destroy(d);
 	kfree(d->slots);
 	if (d->id)
 		ida_free(&coopmpi_domain_ida, d->id);
 	kfree(d);
+}
+
+/* The owner's domain count; d->user is set only once charged. */
+static int domain_charge(struct coopmpi_domain *d)
+{
+	struct coopmpi_user *u = coopmpi_user_get(d->uid);
+	int ret;
+
+	if (!u)
+		return -ENOMEM;
+	ret = coopmpi_user_charge(u, COOPMPI_USER_DOMAINS, 1);
+	if (ret) {
+		coopmpi_user_put(u);
+		return ret;
+	}
+	d->user = u;
+	return 0;
 }
 
 static struct coopmpi_domain *domain_create(u64 key)
@@ -54,6 +75,9 @@ static struct coopmpi_domain *domain_create(u64 key)
 	xa_init_flags(&d->regions, XA_FLAGS_ALLOC1);
 	INIT_LIST_HEAD(&d->node);
 
+	ret = domain_charge(d);
+	if (ret)
+		goto err;
 	ret = -ENOMEM;
 	d->slots = kcalloc(d->max_endpoints, sizeof(*d->slots),
 			   GFP_KERNEL_ACCOUNT);

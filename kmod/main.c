@@ -8,6 +8,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/log2.h>
 #include <linux/miscdevice.h>
@@ -167,10 +168,20 @@ static long coopmpi_ioctl(struct file *file, unsigned int cmd,
 static int coopmpi_open(struct inode *inode, struct file *file)
 {
 	struct coopmpi_ep *ep;
+	int ret;
 
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL_ACCOUNT);
 	if (!ep)
 		return -ENOMEM;
+	ep->user = coopmpi_user_get(current_euid());
+	ret = ep->user ? coopmpi_user_charge(ep->user,
+					     COOPMPI_USER_ENDPOINTS, 1) :
+			 -ENOMEM;
+	if (ret) {
+		coopmpi_user_put(ep->user);
+		kfree(ep);
+		return ret;
+	}
 	mutex_init(&ep->lock);
 	mutex_init(&ep->recv_lock);
 	INIT_LIST_HEAD(&ep->regions);
@@ -183,6 +194,8 @@ static int coopmpi_release(struct inode *inode, struct file *file)
 	struct coopmpi_ep *ep = file->private_data;
 
 	coopmpi_ep_release(ep);
+	coopmpi_user_uncharge(ep->user, COOPMPI_USER_ENDPOINTS, 1);
+	coopmpi_user_put(ep->user);
 	kfree(ep);
 	return 0;
 }

@@ -61,10 +61,18 @@ void cm_dma_wait_idle(unsigned timeout_ms);
 /* /sys/kernel/coopmpi/domains/<id>/offload field, asserts */
 uint64_t cm_domain_offload(uint32_t domain_id, const char *field);
 
+/*
+ * Another user (nobody, a domain of its own): rounds (at most 256)
+ * checked copies of 256 KiB one after the other; returns the longest
+ * one's milliseconds, the median's microseconds in *median_us.
+ */
+uint64_t cm_dma_latency_as_nobody(unsigned rounds, uint64_t *median_us);
+
 /* ---- suites ---- */
 void add_dma_tests(Suite *s);
 void add_dma_uring_tests(Suite *s);
 void add_dma_fail_tests(Suite *s);
 void add_dma_stall_tests(Suite *s);
+void add_dma_user_tests(Suite *s);
 
 #endif

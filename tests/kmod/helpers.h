@@ -244,5 +244,6 @@ void add_fuzz_tests(Suite *s);
 void add_sysfs_tests(Suite *s);
 void add_counters_tests(Suite *s);
 void add_limits_tests(Suite *s);
+void add_user_tests(Suite *s);
 
 #endif

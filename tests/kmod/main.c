@@ -38,11 +38,13 @@ int main(void)
 	add_sysfs_tests(s);
 	add_counters_tests(s);
 	add_limits_tests(s);
+	add_user_tests(s);
 
 	add_dma_tests(dma);
 	add_dma_uring_tests(dma);
 	add_dma_fail_tests(dma);
 	add_dma_stall_tests(dma);
+	add_dma_user_tests(dma);
 
 	sr = srunner_create(s);
 	srunner_add_suite(sr, dma);

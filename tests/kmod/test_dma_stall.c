@@ -127,55 +127,6 @@ START_TEST(test_dma_deadline)
 }
 END_TEST
 
-/*
- * Another user (nobody, its own domain): rounds copies of 256 KiB, each
- * checked; returns the longest one's milliseconds.
- */
-static uint64_t other_user_traffic(unsigned rounds)
-{
-	int sv[2], st;
-	uint64_t worst;
-	pid_t pid;
-
-	cm_socketpair(sv);
-	pid = cm_fork();
-	if (pid == 0) {
-		const size_t len = 256u << 10;
-		struct coopmpi_dma_desc d;
-		struct coopmpi_dma_cqe e;
-		uint8_t *src;
-		struct sctx x;
-		uint64_t max = 0;
-
-		close(sv[0]);
-		cm_drop_to_nobody();
-		sctx_open(&x, len);
-		src = cm_map_anon(len);
-		for (unsigned i = 0; i < rounds; i++) {
-			uint64_t t0 = cm_now_ms();
-
-			cm_fill_pattern(src, len, 300 + i);
-			cm_desc_local(&d, src, x.rw, 0, len, i);
-			e = cm_dma_run(x.fd, &x.cq, &d);
-			REQUIRE(e.status == 0 && e.bytes == len,
-				"other user's copy %u: %s", i,
-				cm_errname(-e.status));
-			REQUIRE(cm_check_pattern(x.mine, len, 300 + i, 0) < 0,
-				"other user's data %u", i);
-			if (cm_now_ms() - t0 > max)
-				max = cm_now_ms() - t0;
-		}
-		cm_put_u64(sv[1], max);
-		_exit(0);
-	}
-	close(sv[1]);
-	worst = cm_get_u64_from(sv[0], pid, "the other user");
-	REQUIRE(cm_wait_timeout(pid, 20000, &st) == 0 && WIFEXITED(st) &&
-		WEXITSTATUS(st) == 0, "the other user: status %#x", st);
-	close(sv[0]);
-	return worst;
-}
-
 enum fuse_case { FUSE_SRC, FUSE_DST_PRIVATE, FUSE_SRC_KILLED,
 		 FUSE_DST_SHARED, FUSE_CASES };
 
@@ -267,7 +218,7 @@ START_TEST(test_dma_fuse)
 	}
 	close(sv[1]);
 	REQUIRE(cm_get_u64_from(sv[0], pid, "submitter") == 1, "submitted");
-	worst = other_user_traffic(20);
+	worst = cm_dma_latency_as_nobody(20, NULL);
 	printf("FUSE %s: %u descriptors in flight, the other user's longest copy %llu ms\n",
 	       fuse_what[_i], n, (unsigned long long)worst);
 	REQUIRE(worst < 5000, "the other user's copies waited %llu ms",
