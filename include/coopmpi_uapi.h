@@ -328,7 +328,9 @@ struct coopmpi_region_deregister {
  * copied (out) = bytes copied.  Errors: -ENXIO unknown/deregistered
  * cookie, -ESRCH region owner exited, -EACCES access, -ERANGE bounds,
  * -EFAULT bad local or remote memory (copied tells how far it got),
- * -EINTR fatal signal.
+ * -EINTR fatal signal, -ENOMEM no room left in the caller's
+ * RLIMIT_MEMLOCK: the region's pages pinned at a time (at most
+ * copy_chunk_pages) count in its pinned_vm (VmPin) while pinned.
  */
 #define COOPMPI_COPY_FROM_REGION	(1U << 0)
 #define COOPMPI_COPY_TO_REGION		(1U << 1)
@@ -408,7 +410,10 @@ struct coopmpi_copy {
  * anonymous, shmem and hugetlb memory without waiting for I/O; pages of
  * file mappings and userfaultfd-armed areas are used only when present
  * (a page that is not is looked at again, up to 20 ms apart, until the
- * deadline).  Touch such memory before submitting.
+ * deadline).  Touch such memory before submitting.  The pages of a chunk
+ * count in the submitter's pinned_vm against its RLIMIT_MEMLOCK while
+ * pinned: chunks shrink to what it has room for, and wait (until the
+ * deadline) while it has room for fewer than 2 pages.
  *
  * Ordering: the notification is written by a CPU after every data byte is
  * visible (after the engine's completion of the last data byte).  Its

@@ -10,6 +10,7 @@
  *   domain owns the counters area and the region xarray
  *   ep and domain each hold their uid's struct coopmpi_user (user.c:
  *   per-user counts and limits, the user's DMA queue)
+ *   pinned pages count in the pinner's mm->pinned_vm while pinned (pin.c)
  *
  * Lifetimes:
  *   - A domain lives while it has joined endpoints (d->users, changed
@@ -223,6 +224,13 @@ int coopmpi_ioc_join(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_ep_query(struct coopmpi_ep *ep, void *arg);
 void coopmpi_ep_release(struct coopmpi_ep *ep);
 u64 coopmpi_sum_live_rings(size_t field);
+
+/* pin.c */
+unsigned long coopmpi_pin_limit(void);
+unsigned long coopmpi_pin_room(struct mm_struct *mm, unsigned long limit);
+unsigned long coopmpi_pin_charge(struct mm_struct *mm, unsigned long nr,
+				 unsigned long limit);
+void coopmpi_pin_uncharge(struct mm_struct *mm, unsigned long nr);
 
 /* user.c */
 struct coopmpi_user *coopmpi_user_get(kuid_t uid);

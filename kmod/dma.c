@@ -349,6 +349,8 @@ static void op_put_refs(struct coopmpi_dma_op *op)
 		coopmpi_region_put(op->ntf_r);
 	if (op->src_mm)
 		mmdrop(op->src_mm);
+	if (op->pin_mm)
+		mmdrop(op->pin_mm);
 	if (op->task)
 		put_task_struct(op->task);
 }
@@ -552,6 +554,8 @@ static int dma_submit_one(struct coopmpi_ep *ep,
 	ret = desc_check(dd);
 	if (ret)
 		return ret;
+	if (!current->mm)	/* its pins are charged there (pin.c) */
+		return -EFAULT;
 	op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
 	if (!op)
 		return -ENOMEM;
@@ -578,6 +582,9 @@ static int dma_submit_one(struct coopmpi_ep *ep,
 	op->deadline = jiffies + msecs_to_jiffies(READ_ONCE(dma_deadline_ms));
 	/* io-wq and SQPOLL threads share the submitter's signal_struct */
 	op->task = get_task_struct(current);
+	op->pin_mm = current->mm;
+	mmgrab(op->pin_mm);
+	op->pin_limit = coopmpi_pin_limit();
 	op_account(op, 1);
 	coopmpi_dma_sched_ready(op);
 	return 0;

@@ -66,6 +66,8 @@ struct coopmpi_dma_op {
 	struct coopmpi_region *dst_r;
 	struct coopmpi_region *ntf_r;	/* NULL: no notification */
 	struct mm_struct *src_mm;	/* mmgrab'd */
+	struct mm_struct *pin_mm;	/* the submitter's, mmgrab'd: pin.c */
+	unsigned long pin_limit;	/* its RLIMIT_MEMLOCK, pages */
 	struct task_struct *task;	/* the submitter, referenced */
 	u64 src_addr;			/* next source byte */
 	u64 dst_addr;			/* next destination byte */

@@ -132,6 +132,36 @@ static long dma_pin(struct mm_struct *mm, unsigned long start,
 	return -EFAULT;
 }
 
+/*
+ * dma_pin() with the pages charged to the submitter's pinned_vm within
+ * its RLIMIT_MEMLOCK (pin.c): fewer pages when the limit leaves less
+ * room, 0 (wait) when it leaves none.
+ */
+static long op_pin(struct coopmpi_dma_op *op, struct mm_struct *mm,
+		   unsigned long start, unsigned long nr,
+		   unsigned int gup_flags, struct page **pages)
+{
+	unsigned long charged;
+	long pinned;
+
+	charged = coopmpi_pin_charge(op->pin_mm, nr, op->pin_limit);
+	if (!charged)
+		return 0;
+	pinned = dma_pin(mm, start, charged, gup_flags, pages);
+	coopmpi_pin_uncharge(op->pin_mm, charged - max(pinned, 0L));
+	return pinned;
+}
+
+static void op_unpin(struct coopmpi_dma_op *op, struct page **pages,
+		     unsigned long n, bool dirty)
+{
+	if (dirty)
+		unpin_user_pages_dirty_lock(pages, n, true);
+	else
+		unpin_user_pages(pages, n);
+	coopmpi_pin_uncharge(op->pin_mm, n);
+}
+
 static int chunk_alloc(struct coopmpi_dma_chunk *c)
 {
 	unsigned int n = coopmpi_copy_chunk_pages;
@@ -166,6 +196,18 @@ static int op_regions_gone(const struct coopmpi_dma_op *op)
 	return ret;
 }
 
+/*
+ * Pages per side of the next chunk: copy_chunk_pages, fewer when the
+ * submitter's RLIMIT_MEMLOCK has room for less (half of it each side, so
+ * that the destination is not left without room by the source).
+ */
+static unsigned long op_chunk_pages(struct coopmpi_dma_op *op)
+{
+	unsigned long half = coopmpi_pin_room(op->pin_mm, op->pin_limit) / 2;
+
+	return clamp_t(unsigned long, half, 1, coopmpi_copy_chunk_pages);
+}
+
 /* Pins and copies (a prefix of) the next chunk: OP_MORE, OP_RETRY, -errno. */
 static int op_copy_chunk(struct coopmpi_dma_op *op)
 {
@@ -176,24 +218,24 @@ static int op_copy_chunk(struct coopmpi_dma_op *op)
 	c.src_off = op->src_addr & ~PAGE_MASK;
 	c.dst_off = op->dst_addr & ~PAGE_MASK;
 	c.len = min_t(u64, op->length - op->done,
-		      (size_t)coopmpi_copy_chunk_pages * PAGE_SIZE -
+		      (size_t)op_chunk_pages(op) * PAGE_SIZE -
 		      max(c.src_off, c.dst_off));
 	ret = chunk_alloc(&c);
 	if (ret)
 		return ret;
 
-	nr_src = dma_pin(op->src_mm, op->src_addr & PAGE_MASK,
-			 coopmpi_dma_chunk_pages(c.src_off, c.len), 0,
-			 c.src_pages);
+	nr_src = op_pin(op, op->src_mm, op->src_addr & PAGE_MASK,
+			coopmpi_dma_chunk_pages(c.src_off, c.len), 0,
+			c.src_pages);
 	if (nr_src <= 0) {
 		ret = nr_src ? nr_src : OP_RETRY;
 		goto out;
 	}
 	c.len = min_t(size_t, c.len, nr_src * PAGE_SIZE - c.src_off);
 
-	nr_dst = dma_pin(op->dst_r->mm, op->dst_addr & PAGE_MASK,
-			 coopmpi_dma_chunk_pages(c.dst_off, c.len), FOLL_WRITE,
-			 c.dst_pages);
+	nr_dst = op_pin(op, op->dst_r->mm, op->dst_addr & PAGE_MASK,
+			coopmpi_dma_chunk_pages(c.dst_off, c.len), FOLL_WRITE,
+			c.dst_pages);
 	if (nr_dst <= 0) {
 		ret = nr_dst ? nr_dst : OP_RETRY;
 		goto unpin_src;
@@ -208,14 +250,14 @@ static int op_copy_chunk(struct coopmpi_dma_op *op)
 	ret = op_regions_gone(op);
 	if (!ret)
 		ret = coopmpi_dma_copy_chunk(&c);
-	unpin_user_pages_dirty_lock(c.dst_pages, nr_dst, true);
+	op_unpin(op, c.dst_pages, nr_dst, true);
 	if (!ret) {
 		op->done += c.len;
 		op->src_addr += c.len;
 		op->dst_addr += c.len;
 	}
 unpin_src:
-	unpin_user_pages(c.src_pages, nr_src);
+	op_unpin(op, c.src_pages, nr_src, false);
 out:
 	chunk_free(&c);
 	return ret;
@@ -285,12 +327,12 @@ static int op_notify(struct coopmpi_dma_op *op)
 	ret = READ_ONCE(r->gone);
 	if (ret)
 		return ret;
-	n = dma_pin(r->mm, op->ntf_addr & PAGE_MASK, 1, FOLL_WRITE, &page);
+	n = op_pin(op, r->mm, op->ntf_addr & PAGE_MASK, 1, FOLL_WRITE, &page);
 	if (n <= 0)
 		return n ? n : OP_RETRY;
 	ret = READ_ONCE(r->gone);	/* as in op_copy_chunk() */
 	if (ret) {
-		unpin_user_page(page);
+		op_unpin(op, &page, 1, false);
 		return ret;
 	}
 	memcpy(&lo, op->ntf_data, sizeof(lo));
@@ -309,7 +351,7 @@ static int op_notify(struct coopmpi_dma_op *op)
 	smp_wmb();
 	WRITE_ONCE(p[0], lo);
 	kunmap_local(va);
-	unpin_user_pages_dirty_lock(&page, 1, true);
+	op_unpin(op, &page, 1, true);
 	return 0;
 }
 

@@ -199,6 +199,7 @@ struct copy_state {
 	struct page **pages;
 	struct iov_iter *iter;
 	bool to_region;
+	unsigned long pin_limit;	/* coopmpi_pin_limit(), pages */
 	u64 addr;		/* next region address */
 	u64 left;		/* bytes still to copy */
 	u64 copied;
@@ -263,7 +264,7 @@ static int copy_chunk(struct copy_state *cs)
 {
 	unsigned long off = cs->addr & ~PAGE_MASK;
 	int ret = READ_ONCE(cs->r->gone);
-	unsigned long nr;
+	unsigned long nr, charged;
 	size_t bytes;
 	long pinned;
 
@@ -278,15 +279,21 @@ static int copy_chunk(struct copy_state *cs)
 	if (!bytes)
 		return -EFAULT;	/* local memory */
 	nr = DIV_ROUND_UP(off + bytes, PAGE_SIZE);
-	pinned = pin_chunk(cs->r, cs->addr & PAGE_MASK, nr,
+	charged = coopmpi_pin_charge(current->mm, nr, cs->pin_limit);
+	if (!charged)
+		return -ENOMEM;	/* RLIMIT_MEMLOCK taken by other pins */
+	pinned = pin_chunk(cs->r, cs->addr & PAGE_MASK, charged,
 			   cs->to_region ? FOLL_WRITE : 0, cs->pages);
-	if (pinned < 0)
-		return pinned;
-	/* pinning may have waited for a fault: the region may be gone now */
-	ret = READ_ONCE(cs->r->gone);
-	if (!ret)
-		ret = copy_pages(cs, pinned);
-	unpin_user_pages_dirty_lock(cs->pages, pinned, cs->to_region);
+	if (pinned > 0) {
+		/* pinning may have waited for a fault: the region may be gone */
+		ret = READ_ONCE(cs->r->gone);
+		if (!ret)
+			ret = copy_pages(cs, pinned);
+		unpin_user_pages_dirty_lock(cs->pages, pinned, cs->to_region);
+	} else {
+		ret = pinned;
+	}
+	coopmpi_pin_uncharge(current->mm, charged);
 	return ret == -EAGAIN ? 0 : ret;
 }
 
@@ -335,6 +342,7 @@ static int copy_region(struct coopmpi_ep *ep, struct coopmpi_region *r,
 	int ret;
 
 	cs.to_region = c->flags & COOPMPI_COPY_TO_REGION;
+	cs.pin_limit = coopmpi_pin_limit();
 	if (!(r->access & (cs.to_region ? COOPMPI_REGION_WRITE :
 					  COOPMPI_REGION_READ)))
 		return -EACCES;

@@ -45,6 +45,7 @@ int main(void)
 	add_dma_fail_tests(dma);
 	add_dma_stall_tests(dma);
 	add_dma_user_tests(dma);
+	add_pin_tests(dma);
 
 	sr = srunner_create(s);
 	srunner_add_suite(sr, dma);
