@@ -37,6 +37,7 @@ lib-tsan-rest             full   TSan: every other library case with a progress 
 lib-native-thread         full   the library suite with a polling progress thread
 lib-vm-progress           full   VM: the library suite on the driver, sleeping progress thread
 hca-vm                    full   VM: the HCA engine over Soft-RoCE, both providers
+kmod-load-vm              full   VM, Debian kernel: the driver load test for 5 minutes (kmod-vm runs it 20 s)
 debug-vm                  full   VM, debug kernel (KASAN, lockdep, kmemleak): driver, DMA, library, HCA
 ucx-vm                    full   VM: tests/ucx/run.sh whole, on the driver
 ucx-mpich-suite           full   MPICH test/mpi pt2pt, coll, rma, comm whole, both launchers
@@ -169,6 +170,9 @@ stage_lib_vm_progress() {
 	vm env COOP_PROVIDER=kmod COOP_PROGRESS=thread-sleep tests/lib/test_lib
 }
 stage_hca_vm() { scripts/vm-hca-tests.sh; }
+stage_kmod_load_vm() {
+	vm env CK_RUN_SUITE=coopmpi-load COOP_LOAD_SECONDS=300 tests/kmod/test_kmod
+}
 stage_debug_vm() { scripts/vm-debug-tests.sh; }
 
 stage_ucx() { tests/ucx/run.sh; }

@@ -5,6 +5,9 @@
 #
 #   kmod      the driver suite tests/kmod/test_kmod, the fuzz test included
 #             (dma=auto: the soft engine)
+#   load      its load test (suite coopmpi-load) for 2 minutes: users,
+#             endpoints, descriptors and kills at random moments, then
+#             kmemleak after the module's removal
 #   dma-hw    its DMA suite on the dmaengine path (the test-only provider
 #             tests/dmatest/coopmpi_dmatest.ko)
 #   dma-bounce  the same booted with swiotlb=force: every mapping bounces
@@ -19,7 +22,7 @@
 # KASAN, lockdep, UBSAN, KFENCE, a sleep in atomic context, list
 # corruption, WARN) and on what kmemleak finds after the modules are
 # removed.
-# usage: scripts/vm-debug-tests.sh [kmod|dma-hw|dma-bounce|lib|hca|canaries ...]
+# usage: scripts/vm-debug-tests.sh [kmod|load|dma-hw|dma-bounce|lib|hca|canaries ...]
 #        (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -70,7 +73,7 @@ canaries() {
 }
 
 runs=("$@")
-((${#runs[@]})) || runs=(canaries kmod dma-hw dma-bounce lib hca)
+((${#runs[@]})) || runs=(canaries kmod load dma-hw dma-bounce lib hca)
 rc=0
 for r in "${runs[@]}"; do
 	printf '\n==== debug-%s ====\n' "$r"
@@ -78,6 +81,11 @@ for r in "${runs[@]}"; do
 	case $r in
 	kmod)
 		vm --module "$mods/kmod/coopmpi.ko" -- tests/kmod/test_kmod
+		;;
+	load)
+		vm --module "$mods/kmod/coopmpi.ko" -- env \
+			CK_RUN_SUITE=coopmpi-load COOP_LOAD_SECONDS=120 \
+			tests/kmod/test_kmod
 		;;
 	dma-hw | dma-bounce)
 		append=
@@ -102,7 +110,7 @@ for r in "${runs[@]}"; do
 		canaries
 		;;
 	*)
-		echo "vm-debug-tests: unknown run '$r' (kmod, dma-hw, dma-bounce, lib, hca or canaries)" >&2
+		echo "vm-debug-tests: unknown run '$r' (kmod, load, dma-hw, dma-bounce, lib, hca or canaries)" >&2
 		exit 2
 		;;
 	esac

@@ -74,6 +74,7 @@ void add_dma_uring_tests(Suite *s);
 void add_dma_fail_tests(Suite *s);
 void add_dma_stall_tests(Suite *s);
 void add_dma_user_tests(Suite *s);
+void add_load_tests(Suite *s);
 void add_pin_tests(Suite *s);
 
 #endif

@@ -5,7 +5,8 @@
  * Runs every test in its own forked process (CK_FORK=yes is forced unless
  * the environment says otherwise).  Select parts with Check's own
  * variables: CK_RUN_CASE=mbox, CK_RUN_SUITE=coopmpi (the driver) or
- * CK_RUN_SUITE=coopmpi-dma (the DMA-engine channel), CK_VERBOSITY=normal,
+ * CK_RUN_SUITE=coopmpi-dma (the DMA-engine channel), CK_RUN_SUITE=
+ * coopmpi-load (the load test, COOP_LOAD_SECONDS), CK_VERBOSITY=normal,
  * CK_TIMEOUT_MULTIPLIER=2.  Exit status 0 only when every test passed.
  */
 #include "helpers.h"
@@ -19,6 +20,7 @@ int main(void)
 {
 	Suite *s = suite_create("coopmpi");
 	Suite *dma = suite_create("coopmpi-dma");
+	Suite *load = suite_create("coopmpi-load");
 	SRunner *sr;
 	int failed;
 	enum print_output mode = CK_VERBOSE;
@@ -46,9 +48,11 @@ int main(void)
 	add_dma_stall_tests(dma);
 	add_dma_user_tests(dma);
 	add_pin_tests(dma);
+	add_load_tests(load);
 
 	sr = srunner_create(s);
 	srunner_add_suite(sr, dma);
+	srunner_add_suite(sr, load);
 	srunner_run_all(sr, mode);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
