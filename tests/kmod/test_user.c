@@ -293,8 +293,8 @@ static void __attribute__((noreturn)) flood(int sock)
  * busy with, not for A's queue: dma_workers + 1 times its time alone
  * when the engine does one chunk at a time (the test provider's single
  * channel).  B's median may be twice that, for the noise of an emulated
- * machine, plus 10 ms; first-come first-served workers made it 63 ms
- * against 0.5 ms alone on the soft engine, 130 times.
+ * machine, plus 10 ms; first-come first-served workers make B wait for
+ * A's whole queue, two orders of magnitude more.
  */
 START_TEST(test_user_dma_fairness)
 {
