@@ -46,7 +46,9 @@
  *   prep/submit/issue (the dmaengine driver's locks nest inside it); its
  *   completion callbacks take no lock of ours.  DMA workers pin pages
  *   (mmap_read_trylock of any endpoint's mm, FOLL_NOWAIT or FOLL_NOFAULT)
- *   holding none of ours.
+ *   holding none of ours.  dma_sched.c's sched_lock (taken with irqs
+ *   off: retry timers queue from softirq) and user.c's users_lock are
+ *   leaf spinlocks.
  *   Ring and counters memory are accessed lock-free (shared with user
  *   space).  sysfs show() takes coopmpi_lock and/or domain->lock, so no
  *   kobject is ever deleted with one of those held.
