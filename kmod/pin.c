@@ -24,14 +24,18 @@ unsigned long coopmpi_pin_limit(void)
 	return lim >> PAGE_SHIFT;
 }
 
-/* How many pages @mm may still pin within @limit (a hint: racy). */
-unsigned long coopmpi_pin_room(struct mm_struct *mm, unsigned long limit)
+/* Room left within @limit with @pinned pages pinned already. */
+static unsigned long room_at(s64 pinned, unsigned long limit)
 {
-	s64 pinned = atomic64_read(&mm->pinned_vm);
-
 	if (limit == ULONG_MAX)
 		return ULONG_MAX;
 	return pinned < 0 || (u64)pinned >= limit ? 0 : limit - pinned;
+}
+
+/* How many pages @mm may still pin within @limit (a hint: racy). */
+unsigned long coopmpi_pin_room(struct mm_struct *mm, unsigned long limit)
+{
+	return room_at(atomic64_read(&mm->pinned_vm), limit);
 }
 
 /*
@@ -45,9 +49,9 @@ unsigned long coopmpi_pin_charge(struct mm_struct *mm, unsigned long nr,
 	unsigned long n;
 
 	do {
-		if (old < 0 || (u64)old >= limit)
+		n = min(nr, room_at(old, limit));
+		if (!n)
 			return 0;
-		n = min_t(u64, nr, limit - old);
 	} while (!atomic64_try_cmpxchg(&mm->pinned_vm, &old, old + n));
 	return n;
 }

@@ -10,8 +10,6 @@
  * (the uid that opened it) and each domain (its owner).  It also carries
  * the DMA scheduler's queue of that user (dma_sched.c).
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/hashtable.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
@@ -20,21 +18,16 @@
 #include "coopmpi.h"
 
 struct user_limit {
-	const char *name;
 	u64 min, max;
 	u64 val;
 	int err;		/* what a charge beyond it fails with */
 };
 
 static struct user_limit user_limits[COOPMPI_USER_NR] = {
-	[COOPMPI_USER_ENDPOINTS] = { "user_max_endpoints", 1, 1 << 20, 4096,
-				     -EMFILE },
-	[COOPMPI_USER_DOMAINS] = { "user_max_domains", 1, 1 << 20, 1024,
-				   -EDQUOT },
-	[COOPMPI_USER_DMA_OPS] = { "user_max_dma_inflight", 1, 1 << 24, 4096,
-				   -EAGAIN },
-	[COOPMPI_USER_DMA_BYTES] = { "user_max_dma_bytes", 1 << 20, 1ULL << 50,
-				     16ULL << 30, -EAGAIN },
+	[COOPMPI_USER_ENDPOINTS] = { 1, 1 << 20, 4096, -EMFILE },
+	[COOPMPI_USER_DOMAINS] = { 1, 1 << 20, 1024, -EDQUOT },
+	[COOPMPI_USER_DMA_OPS] = { 1, 1 << 24, 4096, -EAGAIN },
+	[COOPMPI_USER_DMA_BYTES] = { 1 << 20, 1ULL << 50, 16ULL << 30, -EAGAIN },
 };
 
 static int user_limit_set(const char *val, const struct kernel_param *kp)
