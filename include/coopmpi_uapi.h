@@ -31,7 +31,13 @@
 #include <sys/ioctl.h>
 #endif
 
+/* the release these headers belong to (the module's modinfo version) */
+#define COOPMPI_VERSION		"0.1.0"
+/* tests build a module with another ABI (-DCOOPMPI_ABI_VERSION=N) to see
+ * how the library reports the mismatch */
+#ifndef COOPMPI_ABI_VERSION
 #define COOPMPI_ABI_VERSION	2
+#endif
 #define COOPMPI_DEVICE_NAME	"coopmpi"
 #define COOPMPI_IOC_MAGIC	0xC7
 

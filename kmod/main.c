@@ -18,6 +18,7 @@
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/stringify.h>
 #include <linux/uaccess.h>
 
 #include "coopmpi.h"
@@ -307,3 +308,5 @@ module_exit(coopmpi_exit);
 
 MODULE_DESCRIPTION("coopmpi: cooperative intra-node MPI mailboxes and single-copy transfers");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(COOPMPI_VERSION);
+MODULE_INFO(abi, __stringify(COOPMPI_ABI_VERSION));
