@@ -29,7 +29,7 @@ lib: deps
 	$(MAKE) -C lib
 
 # against Debian's UCX; its internal headers: scripts/ucx-src.sh (cached).
-# Open MPI's btl uct and ob1 for scripts/coop-ucx-env's default Open MPI
+# Open MPI's btl uct and ob1 for scripts/coopmpi-run's default Open MPI
 # path: scripts/ompi-btl-uct.sh (cached; the VM only reads the cache)
 ucx: lib
 	$(MAKE) -C lib/ucx

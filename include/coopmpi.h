@@ -311,7 +311,7 @@ COOP_API int coop_finalize(coop_context_t *ctx);
  * processes all died without finalizing (killed ranks, an aborted job):
  * a domain whose shared segments all have dead owners loses every file.
  * Files of live domains, and of other users, stay.  Needs no context
- * (lib/coop_info --reap is this call; scripts/coop-ucx-env runs it after
+ * (lib/coop_info --reap is this call; scripts/coopmpi-run runs it after
  * the launcher).  Returns the number of files removed.
  */
 COOP_API int coop_cleanup_stale(void);

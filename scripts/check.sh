@@ -186,7 +186,7 @@ stage_ucx_mpich_suite_coop_only() {
 	tests/ucx/mpich-suite.sh --tls coop,self --only '^pt2pt/'
 }
 stage_ucx_mpi4py() { tests/ucx/mpi4py-suite.sh; }
-# Open MPI's pml ucx path (scripts/coop-ucx-env -p ucx): ob1 + btl uct is
+# Open MPI's pml ucx path (scripts/coopmpi-run -p ucx): ob1 + btl uct is
 # the wrapper's default for Open MPI
 stage_ucx_mpich_suite_pml_ucx() {
 	env COOP_OMPI_PML=ucx tests/ucx/mpich-suite.sh --mpi openmpi

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Print the directory of Open MPI components that scripts/coop-ucx-env puts
+# Print the directory of Open MPI components that scripts/coopmpi-run puts
 # first in Open MPI's component path for its default path through coop:
 #   mca_btl_uct.so  Open MPI's own UCT BTL (opal/mca/btl/uct, which Debian
 #                   does not build), through which ob1 reads rendezvous

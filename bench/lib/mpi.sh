@@ -32,18 +32,18 @@ mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
 }
 
 # ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through the
-# coop transport (scripts/coop-ucx-env): Open MPI's ob1 with vader for the
+# coop transport (scripts/coopmpi-run): Open MPI's ob1 with vader for the
 # messages and btl uct reading the rendezvous through coop (the wrapper's
 # default); MPICH through UCX with UCX_TLS=self,posix,coop
 ompi_coop() {
 	local bind=()
 	((ncpu >= 2)) && bind=(--bind-to core)
-	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root \
+	timeout -k 5 "$tmo" scripts/coopmpi-run mpirun.openmpi --allow-run-as-root \
 		--oversubscribe -np 2 "${bind[@]}" bench/bin/mpi_peer.openmpi "$@"
 }
 
 # ompi_coop_pml_ucx ARGS...: Open MPI through its pml ucx with the coop
-# transport (scripts/coop-ucx-env with COOP_OMPI_PML=ucx, as -p ucx:
+# transport (scripts/coopmpi-run with COOP_OMPI_PML=ucx, as -p ucx:
 # UCX_TLS=self,posix,coop), the wrapper's Open MPI path before ob1 + btl uct
 ompi_coop_pml_ucx() {
 	COOP_OMPI_PML=ucx ompi_coop "$@"
@@ -52,7 +52,7 @@ ompi_coop_pml_ucx() {
 mpich_coop() {
 	local bind=()
 	((ncpu >= 2)) && bind=(-bind-to core)
-	timeout -k 5 "$tmo" scripts/coop-ucx-env mpirun.mpich -np 2 "${bind[@]}" \
+	timeout -k 5 "$tmo" scripts/coopmpi-run mpirun.mpich -np 2 "${bind[@]}" \
 		bench/bin/mpi_peer.mpich "$@"
 }
 

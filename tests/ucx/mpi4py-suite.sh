@@ -51,7 +51,7 @@ report_tail=30
 copy_count_build "$tmp" || exit 1
 
 if [[ $mode == coop ]]; then
-	launch=("$PWD/scripts/coop-ucx-env" mpirun.openmpi --allow-run-as-root
+	launch=("$PWD/scripts/coopmpi-run" mpirun.openmpi --allow-run-as-root
 		--oversubscribe)
 else
 	export UCX_TLS=self,posix,cma

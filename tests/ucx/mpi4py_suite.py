@@ -4,7 +4,7 @@
 transport coop: unittest + mpi4py only (no numpy; buffers are bytearray,
 array.array and memoryview), every received byte and value checked.
 
-    scripts/coop-ucx-env mpirun.openmpi --allow-run-as-root --oversubscribe \\
+    scripts/coopmpi-run mpirun.openmpi --allow-run-as-root --oversubscribe \\
         -np 2 /usr/bin/python3 tests/ucx/mpi4py_suite.py [unittest options]
 
 Any rank count >= 2 works (tests/ucx/mpi4py-suite.sh runs 2 and 3; 4 is

@@ -2,7 +2,7 @@
 # tests/ucx/mpich-suite.sh - MPICH's own test suite (test/mpi of Debian's
 # mpich source: the pt2pt, coll, rma and comm programs named in
 # tests/ucx/mpich-suite.list) through the UCX transport coop, under
-# mpirun.mpich and mpirun.openmpi (scripts/coop-ucx-env).  A program passes
+# mpirun.mpich and mpirun.openmpi (scripts/coopmpi-run).  A program passes
 # when it exits 0 and prints " No Errors" within its timeout.  Each run
 # prints ok/FAIL; the last line is "N passed, M failed"; exit status 1 when
 # any failed.
@@ -15,7 +15,7 @@
 #                     --mca options) and UCX_TLS=self,posix,cma, as the
 #                     coop runs then use
 #     --mpi NAME      mpich or openmpi only (default: both)
-#     --tls TLS       UCX_TLS for the coop runs (scripts/coop-ucx-env -t;
+#     --tls TLS       UCX_TLS for the coop runs (scripts/coopmpi-run -t;
 #                     default self,posix,coop; coop,self: coop alone); Open
 #                     MPI then runs its pml ucx, else the wrapper's default
 #                     (ob1, vader, btl uct reading the rendezvous via coop)
@@ -57,7 +57,7 @@ done
 for mpi in "${mpis[@]}"; do
 	[[ $mpi == mpich || $mpi == openmpi ]] || { echo "mpich-suite: unknown MPI $mpi" >&2; exit 2; }
 done
-# Open MPI's pml through scripts/coop-ucx-env: COOP_OMPI_PML, else ucx with
+# Open MPI's pml through scripts/coopmpi-run: COOP_OMPI_PML, else ucx with
 # --tls (-t), else ob1 (vader + btl uct)
 ompi_pml=${COOP_OMPI_PML:-ob1}
 [[ -z ${COOP_OMPI_PML:-} && ${#tls[@]} -gt 0 ]] && ompi_pml=ucx
@@ -244,9 +244,9 @@ build() {
 launch() {
 	local mpi=$1 np=$2
 	if [[ $mode == coop && $mpi == mpich ]]; then
-		cmd=("$root/scripts/coop-ucx-env" "${tls[@]}" mpirun.mpich -np "$np")
+		cmd=("$root/scripts/coopmpi-run" "${tls[@]}" mpirun.mpich -np "$np")
 	elif [[ $mode == coop ]]; then
-		cmd=("$root/scripts/coop-ucx-env" "${tls[@]}" mpirun.openmpi --allow-run-as-root
+		cmd=("$root/scripts/coopmpi-run" "${tls[@]}" mpirun.openmpi --allow-run-as-root
 			--oversubscribe -np "$np")
 	elif [[ $mpi == mpich ]]; then
 		cmd=(mpirun.mpich -genv UCX_TLS "self,posix,cma" -np "$np")

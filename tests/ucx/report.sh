@@ -9,8 +9,19 @@ nok() {
 	fail=$((fail + 1))
 	[[ -z ${2:-} ]] || sed 's/^/     | /' "$2" | tail -"${report_tail:-20}"
 }
+# expect NAME LOG COMMAND...: COMMAND succeeds within expect_timeout
+# seconds (default 300), its output in LOG
+expect() {
+	local name=$1 log=$2
+	shift 2
+	if timeout "${expect_timeout:-300}" "$@" >"$log" 2>&1; then ok "$name"
+	else nok "$name" "$log"; fi
+}
+# has LOG ERE NAME / hasnt LOG ERE NAME: LOG matches / does not
+has() { if grep -qE -- "$2" "$1"; then ok "$3"; else nok "$3" "$1"; fi; }
+hasnt() { if grep -qE -- "$2" "$1"; then nok "$3" "$1"; else ok "$3"; fi; }
 
-# Open MPI's default path through coop (scripts/coop-ucx-env: ob1, vader,
+# Open MPI's default path through coop (scripts/coopmpi-run: ob1, vader,
 # btl uct) logs no UCX lanes; coop's copies show what it carried.
 # copy_count_build DIR: DIR/copy_count.so (tests/ucx/copy_count.c), which
 # LD_PRELOAD'ed into the ranks prints the bytes their process_vm_readv/

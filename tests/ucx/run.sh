@@ -22,17 +22,11 @@ case ${1:-} in
 *) sed -n '2,/^set -uo/{/^set/d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2 ;;
 esac
 
-env_run=scripts/coop-ucx-env
+env_run=scripts/coopmpi-run
 module=lib/ucx/libuct_coop.so
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 . tests/ucx/report.sh
-# expect NAME LOG COMMAND...: COMMAND succeeds (output in LOG)
-expect() {
-	local name=$1 log=$2
-	shift 2
-	if timeout 300 "$@" >"$log" 2>&1; then ok "$name"; else nok "$name" "$log"; fi
-}
 # perf_pair LOG "SERVER_ENV" "CLIENT_ENV" ARGS...: ucx_perftest ARGS as
 # server and client through the module, each with its VAR=VALUE words;
 # the client's output in LOG (the server's in LOG.srv)
