@@ -31,6 +31,7 @@ lib-vm                    quick  VM: the library suite on the driver (kmod provi
 ucx                       quick  the UCX transport under unmodified MPICH and Open MPI
 ucx-vm-quick              quick  VM: the same, data checks and kills only, on the driver
 ucx-mpich-quick           quick  MPICH test/mpi: tests/ucx/mpich-quick.list, both launchers
+diag                      quick  what users are told: fallback note, coop_info --status/--version/-c, the wrapper'"'"'s refusals
 dkms                      quick  the DKMS recipe (dkms add + build)
 bench-smoke               quick  every benchmark once on tiny sizes
 lib-tsan-rest             full   TSan: every other library case with a progress thread
@@ -47,6 +48,7 @@ ucx-mpich-suite-pml-ucx   full   the MPICH suite under Open MPI pml ucx
 ucx-mpi4py-pml-ucx        full   mpi4py under Open MPI pml ucx
 ucx-mpich-suite-vm        full   VM: 21 programs of the MPICH suite on the driver
 ucx-gtest                 full   UCX'"'"'s gtest: coop'"'"'s UCT tests, UCP tag and wakeup tests
+diag-vm                   full   VM: the fallback warnings for a device of mode 0600, a user limit, a module of another ABI
 '
 
 stage_names() { awk 'NF { print $1 }' <<<"$STAGES"; }
@@ -200,6 +202,24 @@ stage_ucx_mpich_suite_vm() {
 		tests/ucx/mpich-suite.sh --only "$mpich_suite_vm_subset"
 }
 stage_ucx_gtest() { tests/ucx/gtest.sh; }
+stage_diag() { tests/diag/run.sh; }
+# the permission and limit cases, then a module built with another ABI
+stage_diag_vm() {
+	local d rc=0
+	vm tests/diag/run.sh perm || rc=1
+	d=$(mktemp -d)
+	cp -r kmod include "$d/"
+	make -s -C "$d/kmod" clean >/dev/null 2>&1
+	if make -s -C "$d/kmod" W= KCFLAGS=-DCOOPMPI_ABI_VERSION=99 >/dev/null; then
+		scripts/vm/run --module "$d/kmod/coopmpi.ko" -- tests/diag/run.sh abi 99 ||
+			rc=1
+	else
+		echo "diag-vm: cannot build a module with ABI 99"
+		rc=1
+	fi
+	rm -rf "$d"
+	return $rc
+}
 stage_dkms() { scripts/dkms-check.sh; }
 # benchmarks are not tests: each program once on tiny sizes
 stage_bench_smoke() { bench/run-suite.sh smoke; }

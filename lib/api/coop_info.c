@@ -1,31 +1,73 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * coop_info - print libcoopmpi's settings: every environment variable
- * with its documentation, default, accepted values and the value the
- * current environment gives it (as ucx_info -c).  Exit status 1 when the
- * environment holds a value coop_init() would refuse.
- * coop_info --reap: remove the /dev/shm files of node domains whose
- * processes all died (coop_cleanup_stale()); prints how many.
+ * coop_info - what libcoopmpi and the driver are here, as ucx_info and
+ * ompi_info tell theirs.
+ *   coop_info            every setting: documentation, default, accepted
+ *                        values, the value in effect (exit 1: a value
+ *                        coop_init() would refuse)
+ *   coop_info -c         every setting on a line: value, default, source
+ *   coop_info --status   module, device, provider this process would get
+ *                        and why (exit 1: not the driver, unless
+ *                        COOP_PROVIDER=shm asks for shm)
+ *   coop_info --version  library and module versions and ABIs
+ *   coop_info --reap     remove the /dev/shm files of node domains whose
+ *                        processes all died (coop_cleanup_stale())
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "coopmpi.h"
+#include "kmod_probe.h"
+#include "xfer_int.h"
+
+static int usage(FILE *out, const char *prog, int rc)
+{
+	fprintf(out, "usage: %s [-c | --status | --version | --reap]\n"
+		"  (none)     every setting of libcoopmpi, documented, with "
+		"its value here\n"
+		"  -c         every setting: value, default, source\n"
+		"  --status   module, device and the provider this process "
+		"would get, and why\n"
+		"  --version  library and module versions\n"
+		"  --reap     remove the /dev/shm files of domains whose "
+		"processes all died\n", prog);
+	return rc;
+}
+
+static int print_version(void)
+{
+	struct coop_kmod_status st;
+
+	coop_kmod_probe(&st);
+	printf("libcoopmpi %s (ABI %u)\n", COOPMPI_VERSION,
+	       COOPMPI_ABI_VERSION);
+	if (st.module_version[0])
+		printf("coopmpi.ko %s (ABI %u)\n", st.module_version,
+		       st.module_abi);
+	else
+		printf("coopmpi.ko not loaded\n");
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "--reap")) {
+	const char *arg = argc == 2 ? argv[1] : "";
+
+	if (argc == 1)
+		return coop_config_print(stdout) ? 1 : 0;
+	if (!strcmp(arg, "-c"))
+		return coop_config_print_brief(stdout) ? 1 : 0;
+	if (!strcmp(arg, "--status"))
+		return coop_status_print(stdout);
+	if (!strcmp(arg, "--version") || !strcmp(arg, "-v"))
+		return print_version();
+	if (!strcmp(arg, "--reap")) {
 		printf("coop_info: %d stale file(s) removed\n",
 		       coop_cleanup_stale());
 		return 0;
 	}
-	if (argc > 1) {
-		fprintf(stderr, "usage: %s [--reap]\n  prints the settings "
-			"of libcoopmpi and their values in this environment;\n"
-			"  --reap: removes the /dev/shm files of domains whose "
-			"processes all died\n", argv[0]);
-		return strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ?
-			       2 : 0;
-	}
-	return coop_config_print(stdout) ? 1 : 0;
+	if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
+		return usage(stdout, argv[0], 0);
+	return usage(stderr, argv[0], 2);
 }

@@ -7,6 +7,8 @@
 #ifndef COOP_XFER_INT_H
 #define COOP_XFER_INT_H
 
+#include <stdio.h>
+
 #include "coll.h"
 
 /* COOP_SUCCESS, COOP_ERR_ARG (NULL) or COOP_ERR_STATE (not connected). */
@@ -27,5 +29,10 @@ COOP_HIDDEN int coop_wait_locked(coop_request_t **req, coop_status_t *status);
  * is too long (coop_backlog_full), as an MPI's blocking send waits for
  * its data to leave; the nonblocking calls must not wait. */
 COOP_HIDDEN void coop_wait_backlog(struct coop_context *ctx, int peer);
+
+/* coop_info --status (status.c): the module, the device, the provider
+ * this process would get and why; 0 when that is the driver or the
+ * provider COOP_PROVIDER asks for, 1 when not, 2 for refused settings. */
+COOP_HIDDEN int coop_status_print(FILE *out);
 
 #endif

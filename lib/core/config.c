@@ -106,6 +106,12 @@ static const struct cfg_entry table[] = {
 	  "1: one line on stderr for each decision worth knowing (provider "
 	  "and why, settings, protocol fallbacks, failures); 2: also this "
 	  "table with the values in effect, at coop_init (rank 0)" },
+	{ "COOP_WARN_FALLBACK", CFG_ENUM, FIELD(warn_fallback), "1", 0, 0,
+	  bool_words, 0,
+	  "1: one line on stderr (rank 0) when the library runs on the shm "
+	  "provider because it cannot use /dev/coopmpi - a note when the "
+	  "module is not loaded, a warning naming the cause and its fix for "
+	  "a permission problem, an ABI mismatch or a limit; 0: silent" },
 	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL, 1,
 	  "largest message sent eagerly through a bounce buffer (messages of "
 	  "<= 48 bytes always go inline; 0: only inline eager); costs "
@@ -529,6 +535,26 @@ int coop_config_print_table(FILE *out, const struct coop_config *cfg)
 		"the values in effect\n");
 	for (i = 0; i < NENTRIES; i++)
 		print_entry(out, &table[i], cfg);
+	return rc;
+}
+
+int coop_config_print_brief(FILE *out)
+{
+	struct coop_config cur;
+	const char *env;
+	char val[64];
+	unsigned i;
+	int rc = coop_config_load(&cur);
+
+	fprintf(out, "%-28s %-16s %-16s %s\n", "# setting", "value",
+		"default", "source");
+	for (i = 0; i < NENTRIES; i++) {
+		env = getenv(table[i].name);
+		value_text(&table[i], &cur, val, sizeof(val));
+		fprintf(out, "%-28s %-16s %-16s %s\n", table[i].name, val,
+			*table[i].def ? table[i].def : "(unset)",
+			env && *env ? "environment" : "default");
+	}
 	return rc;
 }
 

@@ -71,6 +71,7 @@ struct coop_config {
 	int nbr_rtr_tree;	/* COOP_NEIGHBOR_RTR: 1 tree, 0 direct */
 	unsigned nbr_rtr_arity;	/* COOP_NEIGHBOR_RTR_ARITY */
 	unsigned verbose;	/* COOP_VERBOSE */
+	int warn_fallback;	/* COOP_WARN_FALLBACK */
 	int provider;		/* COOP_PROVIDER: enum coop_provider_choice */
 	unsigned ring_slots;	/* COOP_RING_SLOTS */
 	unsigned fbox_slots;	/* COOP_FBOX_SLOTS */
@@ -90,6 +91,9 @@ int coop_config_load(struct coop_config *cfg);
 /* Print the table with cfg's values (NULL: the environment's); the
  * result of loading them. */
 int coop_config_print_table(FILE *out, const struct coop_config *cfg);
+/* One line per setting: the environment's value, the default and which
+ * of the two is in effect; the result of loading them. */
+int coop_config_print_brief(FILE *out);
 /* Hash of the settings all ranks must agree on. */
 uint64_t coop_config_hash(const struct coop_config *cfg, const char *prov);
 /* Their names, "A/B/C", for messages. */

@@ -53,6 +53,7 @@ static int open_provider(struct coop_context *ctx, int dynamic)
 	ctx->prov.fbox_slots = cfg->fbox_slots;
 	ctx->prov.fbox_senders = cfg->fbox_senders;
 	ctx->prov.verbose = cfg->verbose;
+	ctx->prov.warn_fallback = cfg->warn_fallback;
 	ctx->prov.engine_want = (unsigned)cfg->engine;
 	ctx->prov.hca_device = cfg->hca_device[0] ? cfg->hca_device : NULL;
 	ctx->prov.hca_gid = cfg->hca_gid == COOP_GID_AUTO ? -1 :

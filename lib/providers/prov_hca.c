@@ -109,6 +109,26 @@ next:
 	return -ENODEV;
 }
 
+int coop_hca_describe(const char *name, char *buf, size_t len)
+{
+	struct hca *h = calloc(1, sizeof(*h));
+	int rc = h ? open_device(h, name) : -ENOMEM;
+
+	if (!rc)
+		snprintf(buf, len, "%s, port %u active",
+			 ibv_get_device_name(h->dev->device), h->addr.port);
+	else
+		snprintf(buf, len, "no RDMA device%s%s%s with an active port",
+			 name && *name ? " \"" : "", name ? name : "",
+			 name && *name ? "\"" : "");
+	if (h && h->dev)
+		ibv_close_device(h->dev);
+	if (h && h->list)
+		ibv_free_device_list(h->list);
+	free(h);
+	return rc;
+}
+
 /* RoCE: a routable (IPv4-mapped, RoCE v2) GID of the port, else the
  * first valid one; index forced by COOP_HCA_GID when >= 0. */
 static int pick_gid(struct hca *h, int forced, int tbl_len)

@@ -2,15 +2,16 @@
 /*
  * provider.c - provider registry and selection.
  *
- * Preference order: kmod (when /dev/coopmpi exists), then shm.
+ * Preference order: kmod, then shm; a fallback says why (kmod_probe.c).
  * COOP_PROVIDER=kmod|shm forces one (a forced provider that cannot open is
- * an error, not a silent fallback).  COOP_ENGINE=hca then puts the HCA
+ * an error, not a fallback).  COOP_ENGINE=hca then puts the HCA
  * engine on top of the one opened (an error too when it cannot).
  */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "kmod_probe.h"
 #include "provider.h"
 #include "util.h"
 
@@ -44,47 +45,83 @@ static int try_open(struct coop_provider *p,
 	return rc;
 }
 
+/* The cause (and the fix) of kmod's failure to open with rc; its state. */
+static enum coop_kmod_state kmod_failure(int rc, char *buf, size_t len,
+					 const char **fix)
+{
+	struct coop_kmod_status st;
+
+	coop_kmod_explain(rc, &st);
+	*fix = coop_kmod_fix(&st);
+	coop_kmod_cause(&st, buf, len);
+	return st.state;
+}
+
 static int open_forced(struct coop_provider *p, const char *name,
-		       uint64_t key)
+		       uint64_t job_key)
 {
 	const struct coop_provider_ops *ops = coop_provider_find(name);
+	const char *fix;
+	char cause[256];
 	int rc;
 
 	if (!ops) {
 		coop_log(p->rank, "provider %s forced but not built in", name);
 		return -ENOSYS;
 	}
-	rc = try_open(p, ops, key);
-	if (rc)
+	rc = try_open(p, ops, job_key);
+	if (rc && ops == &coop_provider_kmod) {
+		kmod_failure(rc, cause, sizeof(cause), &fix);
+		coop_log(p->rank, "error: COOP_PROVIDER=kmod, but %s; fix: %s",
+			 cause, fix);
+	} else if (rc) {
 		coop_log(p->rank, "provider %s forced but failed: %s", name,
 			 strerror(-rc));
-	else if (p->verbose)
+	} else if (p->verbose) {
 		coop_log(p->rank, "provider %s (forced by COOP_PROVIDER)",
 			 name);
+	}
 	return rc;
+}
+
+/* Once the shm provider stands in for kmod, which failed with kmod_rc:
+ * the choice when verbose, and a line with the fix - from rank 0 when
+ * the cause is the node's (every rank meets it), from the rank itself
+ * when it may be its own (a limit). */
+static void report_fallback(const struct coop_provider *p, int kmod_rc)
+{
+	enum coop_kmod_state state;
+	const char *fix;
+	char cause[256];
+
+	state = kmod_failure(kmod_rc, cause, sizeof(cause), &fix);
+	if (p->verbose)
+		coop_log(p->rank, "provider shm (%s)", cause);
+	if (!p->warn_fallback || (p->rank != 0 && state != COOP_KMOD_LIMIT &&
+				  state != COOP_KMOD_ERROR))
+		return;
+	coop_log(p->rank, "%s: %s; using the shm provider instead; fix: %s "
+		 "(COOP_WARN_FALLBACK=0 silences this)",
+		 state == COOP_KMOD_ABSENT ? "note" : "warning", cause, fix);
 }
 
 static int open_base(struct coop_provider *p, const char *name,
 		     uint64_t job_key)
 {
-	const char *why;
-	int rc;
+	int kmod_rc, rc;
 
 	if (name)
 		return open_forced(p, name, job_key);
-	if (access(KMOD_DEV, R_OK | W_OK))
-		why = KMOD_DEV " not present";
-	else if ((rc = try_open(p, &coop_provider_kmod, job_key)) != 0)
-		why = "kmod open failed";
-	else {
+	kmod_rc = try_open(p, &coop_provider_kmod, job_key);
+	if (!kmod_rc) {
 		if (p->verbose)
 			coop_log(p->rank, "provider kmod (" KMOD_DEV
 				 " present)");
 		return 0;
 	}
 	rc = try_open(p, &coop_provider_shm, job_key);
-	if (!rc && p->verbose)
-		coop_log(p->rank, "provider shm (%s)", why);
+	if (!rc)
+		report_fallback(p, kmod_rc);
 	return rc;
 }
 

@@ -196,6 +196,7 @@ struct coop_provider {
 	unsigned fbox_slots;	/* fast box size, power of two; 0: none */
 	unsigned fbox_senders;	/* senders that may have one at a rank */
 	int verbose;		/* log decisions on stderr */
+	int warn_fallback;	/* say why kmod could not be used (rank 0) */
 	/* the offload engine: wanted (set before open) ... */
 	unsigned engine_want;	/* enum coop_engine_choice */
 	const char *hca_device;	/* COOP_ENGINE_HCA: its name, NULL: any */
@@ -220,7 +221,8 @@ static inline int coop_provider_msg_ready(const struct coop_provider *p)
 const struct coop_provider_ops *coop_provider_find(const char *name);
 /* Open the preferred usable provider (or the one forced by name, may be
  * NULL); fills p->ops/priv.  Logs the choice and the reason when
- * p->verbose.  Returns 0 or a negative errno. */
+ * p->verbose; a fallback from kmod to shm, with its cause and fix, when
+ * p->warn_fallback (rank 0).  Returns 0 or a negative errno. */
 int coop_provider_open(struct coop_provider *p, const char *name,
 		       uint64_t job_key);
 
@@ -240,6 +242,9 @@ int coop_shm_lock(const char *name);
  * -errno (no usable device, dynamic endpoints: -EOPNOTSUPP), logged.
  */
 int coop_hca_attach(struct coop_provider *p);
+/* The adapter COOP_ENGINE=hca would use (name, NULL: any) in buf:
+ * 0, or -ENODEV when there is none with an active port. */
+int coop_hca_describe(const char *name, char *buf, size_t len);
 
 extern const struct coop_provider_ops coop_provider_kmod;
 extern const struct coop_provider_ops coop_provider_shm;
