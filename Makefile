@@ -12,13 +12,21 @@
 #   make bench-quick  headline numbers in < 90 s, ending in key=value lines
 #   make bench-patterns  collective patterns and 3-D stencil per protocol
 #                     (bench/results/patterns/; BENCH_VM=1: also in the VM)
+#   make install      library, headers, coopmpi.pc, coop_info, coopmpi-run,
+#                     cooprun, the UCX module and Open MPI's btl uct, the
+#                     module's source for DKMS, the udev rule; PREFIX
+#                     (/usr/local), DESTDIR, LIBDIR, DKMSDIR (/usr/src),
+#                     UDEVDIR (/lib/udev/rules.d; empty: skip it, as
+#                     DKMSDIR= does)
+#   make uninstall    removes what make install put there
 #
-# KDIR selects the kernel build tree for the module (default: the newest
-# installed /lib/modules/*/build).
+# KDIR selects the kernel build tree for the module (default: the running
+# kernel's, else the newest installed /lib/modules/*/build).
 
 SHELL := /bin/bash
 
-.PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns clean
+.PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns clean \
+	install install-dkms uninstall
 
 all: deps lib ucx module tests
 
@@ -57,6 +65,76 @@ bench-quick: all
 
 bench-patterns: all
 	@bench/run-suite.sh patterns
+
+VERSION    := $(shell sed -n 's/^\#define COOPMPI_VERSION[[:space:]]*"\(.*\)"/\1/p' include/coopmpi_uapi.h)
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGLIBDIR  ?= $(LIBDIR)/coopmpi
+DKMSDIR    ?= /usr/src
+UDEVDIR    ?= /lib/udev/rules.d
+HEADERS    := coopmpi.h coopmpi_xfer.h coopmpi_uapi.h
+KMOD_SRC   := $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h) \
+	      kmod/Kbuild kmod/Makefile
+OMPI_COMPONENTS := mca_btl_uct.so mca_pml_ob1.so
+D := $(DESTDIR)
+# a directory under PREFIX as ${prefix}/..., so that pkg-config
+# --define-prefix finds a tree installed with DESTDIR
+pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+install: ucx $(if $(DKMSDIR),install-dkms)
+	install -d $(D)$(BINDIR) $(D)$(LIBDIR)/pkgconfig $(D)$(INCLUDEDIR) \
+		$(D)$(PKGLIBDIR)/ucx
+	install -m 0755 lib/libcoopmpi.so.0 $(D)$(LIBDIR)/
+	ln -sf libcoopmpi.so.0 $(D)$(LIBDIR)/libcoopmpi.so
+	install -m 0644 lib/libcoopmpi.a $(D)$(LIBDIR)/
+	install -m 0644 $(HEADERS:%=include/%) $(D)$(INCLUDEDIR)/
+	sed -e 's#@PREFIX@#$(PREFIX)#; s#@LIBDIR@#$(call pc_dir,$(LIBDIR))#' \
+	    -e 's#@INCLUDEDIR@#$(call pc_dir,$(INCLUDEDIR))#' \
+	    -e 's#@PKGLIBDIR@#$(call pc_dir,$(PKGLIBDIR))#' \
+	    -e 's#@VERSION@#$(VERSION)#' scripts/packaging/coopmpi.pc.in \
+		>$(D)$(LIBDIR)/pkgconfig/coopmpi.pc
+	install -m 0755 lib/coop_info scripts/cooprun $(D)$(BINDIR)/
+	sed -e 's#^pkglibdir=$$#pkglibdir=$(PKGLIBDIR)#' \
+	    -e 's#^bindir=$$#bindir=$(BINDIR)#' scripts/coopmpi-run \
+		>$(D)$(BINDIR)/coopmpi-run
+	chmod 0755 $(D)$(BINDIR)/coopmpi-run
+	install -m 0644 lib/ucx/libuct_coop.so $(D)$(PKGLIBDIR)/ucx/
+	@if dir=$$(scripts/ompi-btl-uct.sh 2>/dev/null); then \
+		install -d $(D)$(PKGLIBDIR)/openmpi && \
+		install -m 0644 $(OMPI_COMPONENTS:%="$$dir"/%) \
+			$(D)$(PKGLIBDIR)/openmpi/; \
+	else \
+		echo "install: no btl uct for Open MPI (scripts/ompi-btl-uct.sh): coopmpi-run -p ucx only" >&2; \
+	fi
+ifneq ($(UDEVDIR),)
+	install -D -m 0644 scripts/packaging/60-coopmpi.rules \
+		$(D)$(UDEVDIR)/60-coopmpi.rules
+endif
+
+# the module's source where DKMS looks for it (dkms add coopmpi/VERSION)
+install-dkms:
+	install -d $(D)$(DKMSDIR)/coopmpi-$(VERSION)/kmod \
+		$(D)$(DKMSDIR)/coopmpi-$(VERSION)/include
+	install -m 0644 dkms.conf COPYING $(D)$(DKMSDIR)/coopmpi-$(VERSION)/
+	install -m 0644 $(KMOD_SRC) $(D)$(DKMSDIR)/coopmpi-$(VERSION)/kmod/
+	install -m 0644 include/coopmpi_uapi.h \
+		$(D)$(DKMSDIR)/coopmpi-$(VERSION)/include/
+
+uninstall:
+	rm -f $(D)$(LIBDIR)/libcoopmpi.so.0 $(D)$(LIBDIR)/libcoopmpi.so \
+	      $(D)$(LIBDIR)/libcoopmpi.a $(D)$(LIBDIR)/pkgconfig/coopmpi.pc \
+	      $(HEADERS:%=$(D)$(INCLUDEDIR)/%) \
+	      $(D)$(BINDIR)/coop_info $(D)$(BINDIR)/cooprun \
+	      $(D)$(BINDIR)/coopmpi-run
+	rm -rf $(D)$(PKGLIBDIR)
+ifneq ($(DKMSDIR),)
+	rm -rf $(D)$(DKMSDIR)/coopmpi-$(VERSION)
+endif
+ifneq ($(UDEVDIR),)
+	rm -f $(D)$(UDEVDIR)/60-coopmpi.rules
+endif
 
 clean:
 	$(MAKE) -C lib clean

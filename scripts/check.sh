@@ -32,7 +32,8 @@ ucx                       quick  the UCX transport under unmodified MPICH and Op
 ucx-vm-quick              quick  VM: the same, data checks and kills only, on the driver
 ucx-mpich-quick           quick  MPICH test/mpi: tests/ucx/mpich-quick.list, both launchers
 diag                      quick  what users are told: fallback note, coop_info --status/--version/-c, the wrapper'"'"'s refusals
-dkms                      quick  the DKMS recipe (dkms add + build)
+install                   quick  make install/uninstall; programs built with pkg-config coopmpi; the installed wrapper
+dkms                      quick  the DKMS recipe: make install-dkms, dkms install, modinfo, modprobe in the VM
 bench-smoke               quick  every benchmark once on tiny sizes
 lib-tsan-rest             full   TSan: every other library case with a progress thread
 lib-native-thread         full   the library suite with a polling progress thread
@@ -220,6 +221,7 @@ stage_diag_vm() {
 	rm -rf "$d"
 	return $rc
 }
+stage_install() { tests/install/run.sh; }
 stage_dkms() { scripts/dkms-check.sh; }
 # benchmarks are not tests: each program once on tiny sizes
 stage_bench_smoke() { bench/run-suite.sh smoke; }

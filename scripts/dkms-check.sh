@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Proves the DKMS recipe: dkms add + build of this tree against every
-# installed kernel that has headers, then removes it again.
+# Proves the DKMS recipe: the module's source as `make install-dkms` puts
+# it in /usr/src, dkms install for every installed kernel that has
+# headers, the built module's modinfo (version, ABI), then removes it all.
+# `dkms install coopmpi/VERSION -k KVER` as the README has it (add, build,
+# install into /lib/modules/KVER/updates/dkms), then `modprobe coopmpi`
+# in the VM, which boots this root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,19 +23,31 @@ cleanup() {
 trap cleanup EXIT
 cleanup
 
-mkdir -p "$src"
-cp -a dkms.conf kmod include "$src/"
-make -s -C "$src/kmod" clean >/dev/null 2>&1 || true
-dkms add -m "$name" -v "$version"
+make -s install-dkms DKMSDIR=/usr/src
+abi=$(sed -n 's/^#define COOPMPI_ABI_VERSION[[:space:]]*\([0-9]*\)/\1/p' include/coopmpi_uapi.h)
 built=0
 for build in /lib/modules/*/build; do
 	[ -d "$build" ] || continue
 	kver=$(basename "$(dirname "$build")")
-	dkms build -m "$name" -v "$version" -k "$kver"
-	ko=$(find "/var/lib/dkms/$name/$version/$kver" -name "$name.ko*" | head -n1)
+	# as the README says it: install adds and builds first
+	dkms install "$name/$version" -k "$kver"
+	ko=$(find "/lib/modules/$kver/updates/dkms" -name "$name.ko*" | head -n1)
 	[ -n "$ko" ] || { echo "dkms-check: no $name.ko for $kver" >&2; exit 1; }
 	echo "dkms-check: built $ko"
+	info=$(modinfo -F version "$ko"):$(modinfo -F abi "$ko")
+	[ "$info" = "$version:$abi" ] || {
+		echo "dkms-check: $ko says version:abi $info, not $version:$abi" >&2
+		exit 1
+	}
 	built=$((built + 1))
 done
 [ "$built" -gt 0 ] || { echo "dkms-check: no kernel headers installed" >&2; exit 1; }
 dkms status -m "$name"
+# the VM's root is this one: modprobe there loads what DKMS installed
+scripts/vm/run -- sh -c 'modprobe coopmpi || exit 1
+	modinfo -F filename coopmpi; lib/coop_info --status; rmmod coopmpi' |
+	tee /dev/stderr | grep '^provider:   kmod' >/dev/null || {
+	echo "dkms-check: modprobe of the DKMS-built module failed in the VM" >&2
+	exit 1
+}
+echo "dkms-check: modprobe in the VM loaded it; coop_info --status: kmod"
