@@ -19,6 +19,8 @@
 #                     UDEVDIR (/lib/udev/rules.d; empty: skip it, as
 #                     DKMSDIR= does)
 #   make uninstall    removes what make install put there
+#   make deb          Debian packages into scripts/packaging/debs/
+#                     (scripts/packaging/make-deb.sh; lintian-clean)
 #
 # KDIR selects the kernel build tree for the module (default: the running
 # kernel's, else the newest installed /lib/modules/*/build).
@@ -26,7 +28,7 @@
 SHELL := /bin/bash
 
 .PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns clean \
-	install install-dkms uninstall
+	install install-dkms uninstall deb
 
 all: deps lib ucx module tests
 
@@ -135,6 +137,9 @@ endif
 ifneq ($(UDEVDIR),)
 	rm -f $(D)$(UDEVDIR)/60-coopmpi.rules
 endif
+
+deb: deps
+	@scripts/packaging/make-deb.sh
 
 clean:
 	$(MAKE) -C lib clean

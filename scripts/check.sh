@@ -34,6 +34,7 @@ ucx-mpich-quick           quick  MPICH test/mpi: tests/ucx/mpich-quick.list, bot
 diag                      quick  what users are told: fallback note, coop_info --status/--version/-c, the wrapper'"'"'s refusals
 install                   quick  make install/uninstall; programs built with pkg-config coopmpi; the installed wrapper
 dkms                      quick  the DKMS recipe: make install-dkms, dkms install, modinfo, modprobe in the VM
+deb                       quick  make deb: the four Debian packages, lintian without errors
 bench-smoke               quick  every benchmark once on tiny sizes
 lib-tsan-rest             full   TSan: every other library case with a progress thread
 lib-native-thread         full   the library suite with a polling progress thread
@@ -50,6 +51,7 @@ ucx-mpi4py-pml-ucx        full   mpi4py under Open MPI pml ucx
 ucx-mpich-suite-vm        full   VM: 21 programs of the MPICH suite on the driver
 ucx-gtest                 full   UCX'"'"'s gtest: coop'"'"'s UCT tests, UCP tag and wakeup tests
 diag-vm                   full   VM: the fallback warnings for a device of mode 0600, a user limit, a module of another ABI
+packages-vm               full   VM, a clean Debian 12: the packages install, DKMS builds, MPI runs through them, purge
 '
 
 stage_names() { awk 'NF { print $1 }' <<<"$STAGES"; }
@@ -223,6 +225,15 @@ stage_diag_vm() {
 }
 stage_install() { tests/install/run.sh; }
 stage_dkms() { scripts/dkms-check.sh; }
+stage_deb() {
+	local out rc
+	out=$(mktemp -d)
+	scripts/packaging/make-deb.sh "$out"
+	rc=$?
+	rm -rf "$out"
+	return $rc
+}
+stage_packages_vm() { scripts/packaging/test-debs.sh; }
 # benchmarks are not tests: each program once on tiny sizes
 stage_bench_smoke() { bench/run-suite.sh smoke; }
 

@@ -15,6 +15,7 @@ packages=(
 	gnuplot-nox
 	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libucx-dev
 	dpkg-dev patch libtool autoconf automake g++
+	debhelper dh-dkms lintian mmdebstrap
 	netpipe-mpich2 netpipe-openmpi python3-mpi4py
 )
 
