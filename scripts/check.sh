@@ -31,6 +31,7 @@ lib-vm                    quick  VM: the library suite on the driver (kmod provi
 ucx                       quick  the UCX transport under unmodified MPICH and Open MPI
 ucx-vm-quick              quick  VM: the same, data checks and kills only, on the driver
 ucx-mpich-quick           quick  MPICH test/mpi: tests/ucx/mpich-quick.list, both launchers
+slurm                     quick  coopmpi-run under srun on a one-node Slurm: MPICH (pmi2) and Open MPI (pmix) through coop
 diag                      quick  what users are told: fallback note, coop_info --status/--version/-c, the wrapper'"'"'s refusals
 install                   quick  make install/uninstall; programs built with pkg-config coopmpi; the installed wrapper
 dkms                      quick  the DKMS recipe: make install-dkms, dkms install, modinfo, modprobe in the VM
@@ -205,6 +206,7 @@ stage_ucx_mpich_suite_vm() {
 		tests/ucx/mpich-suite.sh --only "$mpich_suite_vm_subset"
 }
 stage_ucx_gtest() { tests/ucx/gtest.sh; }
+stage_slurm() { tests/slurm/run.sh; }
 stage_diag() { tests/diag/run.sh; }
 # the permission and limit cases, then a module built with another ABI
 stage_diag_vm() {

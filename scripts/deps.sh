@@ -16,6 +16,7 @@ packages=(
 	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libucx-dev
 	dpkg-dev patch libtool autoconf automake g++
 	debhelper dh-dkms lintian mmdebstrap
+	slurm-wlm munge
 	netpipe-mpich2 netpipe-openmpi python3-mpi4py
 )
 
