@@ -35,7 +35,6 @@ slurm                     quick  coopmpi-run under srun on a one-node Slurm: MPI
 diag                      quick  what users are told: fallback note, coop_info --status/--version/-c, the wrapper'"'"'s refusals
 install                   quick  make install/uninstall; programs built with pkg-config coopmpi; the installed wrapper
 dkms                      quick  the DKMS recipe: make install-dkms, dkms install, modinfo, modprobe in the VM
-deb                       quick  make deb: the four Debian packages, lintian without errors
 bench-smoke               quick  every benchmark once on tiny sizes
 lib-tsan-rest             full   TSan: every other library case with a progress thread
 lib-native-thread         full   the library suite with a polling progress thread
@@ -52,6 +51,7 @@ ucx-mpi4py-pml-ucx        full   mpi4py under Open MPI pml ucx
 ucx-mpich-suite-vm        full   VM: 21 programs of the MPICH suite on the driver
 ucx-gtest                 full   UCX'"'"'s gtest: coop'"'"'s UCT tests, UCP tag and wakeup tests
 diag-vm                   full   VM: the fallback warnings for a device of mode 0600, a user limit, a module of another ABI
+deb                       full   make deb: the four Debian packages, lintian without errors
 packages-vm               full   VM, a clean Debian 12: the packages install, DKMS builds, MPI runs through them, purge
 '
 
