@@ -108,10 +108,11 @@ static const struct cfg_entry table[] = {
 	  "table with the values in effect, at coop_init (rank 0)" },
 	{ "COOP_WARN_FALLBACK", CFG_ENUM, FIELD(warn_fallback), "1", 0, 0,
 	  bool_words, 0,
-	  "1: one line on stderr (rank 0) when the library runs on the shm "
-	  "provider because it cannot use /dev/coopmpi - a note when the "
-	  "module is not loaded, a warning naming the cause and its fix for "
-	  "a permission problem, an ABI mismatch or a limit; 0: silent" },
+	  "1: one line on stderr (from rank 0, or from the rank a limit "
+	  "stops) when the library runs on the shm provider because it "
+	  "cannot use /dev/coopmpi - a note when the module is not loaded, a "
+	  "warning naming the cause and its fix for a permission problem, an "
+	  "ABI mismatch or a limit; 0: silent" },
 	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL, 1,
 	  "largest message sent eagerly through a bounce buffer (messages of "
 	  "<= 48 bytes always go inline; 0: only inline eager); costs "

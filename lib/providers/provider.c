@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kmod_probe.h"
 #include "provider.h"
