@@ -845,6 +845,42 @@ int cm_write_file(const char *path, const char *s)
 	return e;
 }
 
+static void param_read(const char *name, char *v, size_t size)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), CM_PARAM_DIR "%s", name);
+	REQUIRE(cm_read_file(path, v, size) > 0, "read %s", path);
+	v[strcspn(v, "\n")] = 0;
+}
+
+const char *cm_param_get(const char *name)
+{
+	static char vals[4][32];
+	static unsigned next;
+	char *v = vals[next++ % 4];
+
+	param_read(name, v, sizeof(vals[0]));
+	return v;
+}
+
+uint64_t cm_param_u64(const char *name)
+{
+	return strtoull(cm_param_get(name), NULL, 0);
+}
+
+const char *cm_param_swap(const char *name, const char *val)
+{
+	const char *old = cm_param_get(name);
+	char path[128], now[32];
+
+	snprintf(path, sizeof(path), CM_PARAM_DIR "%s", name);
+	REQUIRE_OK(cm_write_file(path, val));
+	param_read(name, now, sizeof(now));
+	REQUIRE(strcmp(now, val) == 0, "%s did not take %s", name, val);
+	return old;
+}
+
 uint64_t cm_sysfs_u64(const char *name)
 {
 	char path[256], buf[128], *end;

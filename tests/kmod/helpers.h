@@ -26,6 +26,7 @@
 
 #define CM_DEV_PATH	"/dev/" COOPMPI_DEVICE_NAME
 #define CM_SYSFS_DIR	"/sys/kernel/coopmpi"
+#define CM_PARAM_DIR	"/sys/module/coopmpi/parameters/"
 #define CM_CHILD_FAIL	86
 
 extern pid_t cm_test_pid;
@@ -232,6 +233,13 @@ int cm_write_file(const char *path, const char *s);
 /* /sys/kernel/coopmpi/<name> as an unsigned integer, asserts */
 uint64_t cm_sysfs_u64(const char *name);
 bool cm_path_exists(const char *path);
+/* module parameter <name> as a string without the newline (one of four
+ * static buffers) or as a number; asserts */
+const char *cm_param_get(const char *name);
+uint64_t cm_param_u64(const char *name);
+/* sets module parameter <name>, asserts it took; returns the old value
+ * (as cm_param_get) for the test to put back */
+const char *cm_param_swap(const char *name, const char *val);
 
 /* ---- suites ---- */
 void add_basic_tests(Suite *s);

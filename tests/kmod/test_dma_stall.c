@@ -17,46 +17,34 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEADLINE_PARAM "/sys/module/coopmpi/parameters/dma_deadline_ms"
+#define DEADLINE_PARAM CM_PARAM_DIR "dma_deadline_ms"
 #define CHUNK (1u << 20)
 #define FUSE_N 16		/* descriptors, more than dma_workers */
-
-static unsigned deadline_get(void)
-{
-	char buf[32];
-
-	REQUIRE(cm_read_file(DEADLINE_PARAM, buf, sizeof(buf)) > 0,
-		"cannot read %s", DEADLINE_PARAM);
-	return (unsigned)strtoul(buf, NULL, 10);
-}
 
 /* sets dma_deadline_ms, returns the old value */
 static unsigned deadline_set(unsigned ms)
 {
-	unsigned old = deadline_get();
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%u", ms);
-	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, buf));
-	REQUIRE(deadline_get() == ms, "dma_deadline_ms did not take %u", ms);
-	return old;
+	return (unsigned)strtoul(cm_param_swap("dma_deadline_ms", buf), NULL, 10);
 }
 
 /* Out-of-range values are refused and change nothing. */
 START_TEST(test_dma_deadline_param)
 {
 	static const char *const bad[] = { "0", "99", "240001", "-1", "x" };
-	unsigned before;
+	uint64_t before;
 
 	if (!cm_dma_available())
 		return;
 	cm_require_root();
-	before = deadline_get();
+	before = cm_param_u64("dma_deadline_ms");
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		REQUIRE_ERR(cm_write_file(DEADLINE_PARAM, bad[i]), EINVAL);
-		REQUIRE(deadline_get() == before, "%s changed it", bad[i]);
+		REQUIRE(cm_param_u64("dma_deadline_ms") == before,
+			"%s changed it", bad[i]);
 	}
-	deadline_set(before);
 }
 END_TEST
 
@@ -209,7 +197,8 @@ START_TEST(test_dma_fuse)
 		return;
 	cm_fuse_start(&f, (size_t)n * CHUNK);
 	/* killed: the default deadline, far beyond how soon it must die */
-	old = _i == FUSE_SRC_KILLED ? deadline_get() : deadline_set(deadline);
+	old = deadline_set(_i == FUSE_SRC_KILLED ?
+			   (unsigned)cm_param_u64("dma_deadline_ms") : deadline);
 	cm_socketpair(sv);
 	pid = cm_fork();
 	if (pid == 0) {

@@ -505,7 +505,6 @@ END_TEST
  * would warn about it after 5 minutes); with the ring open it ends with
  * -ETIMEDOUT at dma_deadline_ms.
  */
-#define DEADLINE_PARAM "/sys/module/coopmpi/parameters/dma_deadline_ms"
 
 static void prep_stuck(struct uctx *x, struct io_uring *ring,
 		       struct cm_uffd *uf, struct coopmpi_dma_desc *d,
@@ -554,22 +553,21 @@ START_TEST(test_uring_deadline)
 	struct coopmpi_dma_desc d;
 	struct cm_uffd uf;
 	struct uctx x;
-	char old[32];
+	const char *old;
 	uint64_t t0, ud, took;
 	int res;
 
 	if (!cm_dma_available())
 		return;
 	cm_require_root();
-	REQUIRE(cm_read_file(DEADLINE_PARAM, old, sizeof(old)) > 0, "param");
-	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, "1500"));
+	old = cm_param_swap("dma_deadline_ms", "1500");
 	uctx_open(&x, 8, 0, 1 << 20);
 	cm_uffd_create(&uf, 1 << 20);
 	t0 = cm_now_ms();
 	prep_stuck(&x, &x.ring, &uf, &d, _i);
 	wait_cqe(&x.ring, 30000, &ud, &res);
 	took = cm_now_ms() - t0;
-	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, old));
+	cm_param_swap("dma_deadline_ms", old);
 	printf("stuck command (%s): %s after %llu ms (deadline %u ms)\n",
 	       _i ? "io-wq" : "inline", cm_errname(-res),
 	       (unsigned long long)took, deadline);

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #define LEN (1u << 20)
-#define DEADLINE_PARAM "/sys/module/coopmpi/parameters/dma_deadline_ms"
 
 static unsigned long vm_pin_kb(void)
 {
@@ -95,22 +94,21 @@ static void copy_part(bool dma)
 /* _i = 0: COPY, 1: DMA */
 START_TEST(test_pin_memlock)
 {
-	char old[32];
+	const char *old;
 	pid_t pid;
 	int st;
 
 	if (_i && !cm_dma_available())
 		return;
 	cm_require_root();
-	REQUIRE(cm_read_file(DEADLINE_PARAM, old, sizeof(old)) > 0, "param");
-	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, "1500"));
+	old = cm_param_swap("dma_deadline_ms", "1500");
 	pid = cm_fork();
 	if (pid == 0) {
 		copy_part(_i);
 		_exit(0);
 	}
 	REQUIRE(cm_wait_timeout(pid, 60000, &st) == 0, "no end");
-	REQUIRE_OK(cm_write_file(DEADLINE_PARAM, old));
+	cm_param_swap("dma_deadline_ms", old);
 	REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
 	cm_dma_wait_idle(10000);
 }

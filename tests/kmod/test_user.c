@@ -18,22 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PARAM_DIR "/sys/module/coopmpi/parameters/"
-
-/* Sets a module parameter, returns its old value (a static buffer). */
-static const char *param_swap(const char *name, const char *val)
-{
-	static char old[4][32];
-	static unsigned next;
-	char path[128], *o = old[next++ % 4];
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	REQUIRE(cm_read_file(path, o, sizeof(old[0])) > 0, "read %s", path);
-	o[strcspn(o, "\n")] = 0;
-	REQUIRE_OK(cm_write_file(path, val));
-	return o;
-}
-
 /* Runs fn as nobody in a child; asserts that it exited 0. */
 static void as_nobody(void (*fn)(void *), void *arg)
 {
@@ -86,17 +70,17 @@ static void limit_for_nobody(const char *param, const char *val,
 	int fd;
 
 	cm_require_root();
-	old = param_swap(param, val);
+	old = cm_param_swap(param, val);
 	as_nobody(part, NULL);
 	fd = cm_open_join(cm_unique_key(), COOPMPI_JOIN_CREATE, NULL);
 	close(fd);
-	param_swap(param, old);
+	cm_param_swap(param, old);
 }
 
 START_TEST(test_user_endpoints)
 {
 	limit_for_nobody("user_max_endpoints", "4", endpoints_part);
-	REQUIRE_ERR(cm_write_file(PARAM_DIR "user_max_endpoints", "0"), EINVAL);
+	REQUIRE_ERR(cm_write_file(CM_PARAM_DIR "user_max_endpoints", "0"), EINVAL);
 }
 END_TEST
 
@@ -190,7 +174,7 @@ START_TEST(test_user_dma_limits)
 	if (!cm_dma_available())
 		return;
 	cm_require_root();
-	old_ops = param_swap("user_max_dma_inflight", "8");
+	old_ops = cm_param_swap("user_max_dma_inflight", "8");
 	cm_socketpair(sv);
 	pid = cm_fork();
 	if (pid == 0) {
@@ -215,9 +199,9 @@ START_TEST(test_user_dma_limits)
 	REQUIRE(cm_wait_timeout(pid, 10000, &st) == 0, "nobody did not die");
 	close(sv[0]);
 	cm_dma_wait_idle(10000);
-	param_swap("user_max_dma_inflight", old_ops);
+	cm_param_swap("user_max_dma_inflight", old_ops);
 
-	old_bytes = param_swap("user_max_dma_bytes", "1048576");
+	old_bytes = cm_param_swap("user_max_dma_bytes", "1048576");
 	{
 		struct coopmpi_dma_desc d;
 		uint8_t *buf = cm_map_anon(4 << 20);
@@ -231,7 +215,7 @@ START_TEST(test_user_dma_limits)
 		close(fd);
 		cm_unmap(buf, 4 << 20);
 	}
-	param_swap("user_max_dma_bytes", old_bytes);
+	cm_param_swap("user_max_dma_bytes", old_bytes);
 	root_copy_works();
 }
 END_TEST
@@ -300,16 +284,13 @@ START_TEST(test_user_dma_fairness)
 {
 	uint64_t alone_med, alone_max, flood_med, flood_max, completed;
 	uint64_t workers;
-	char buf[32];
 	int sv[2], st;
 	pid_t pid;
 
 	if (!cm_dma_available())
 		return;
 	cm_require_root();
-	REQUIRE(cm_read_file(PARAM_DIR "dma_workers", buf, sizeof(buf)) > 0,
-		"dma_workers");
-	workers = strtoull(buf, NULL, 10);
+	workers = cm_param_u64("dma_workers");
 	alone_max = cm_dma_latency_as_nobody(40, &alone_med);
 	cm_socketpair(sv);
 	pid = cm_fork();
