@@ -17,7 +17,7 @@ version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 src=/usr/src/$name-$version
 
 cleanup() {
-	dkms remove -m "$name" -v "$version" --all >/dev/null 2>&1 || true
+	dkms remove "$name/$version" --all >/dev/null 2>&1 || true
 	rm -rf "$src"
 }
 trap cleanup EXIT
@@ -44,10 +44,21 @@ done
 [ "$built" -gt 0 ] || { echo "dkms-check: no kernel headers installed" >&2; exit 1; }
 dkms status -m "$name"
 # the VM's root is this one: modprobe there loads what DKMS installed
-scripts/vm/run -- sh -c 'modprobe coopmpi || exit 1
-	modinfo -F filename coopmpi; lib/coop_info --status; rmmod coopmpi' |
-	tee /dev/stderr | grep '^provider:   kmod' >/dev/null || {
+vm_rc=0
+out=$(scripts/vm/run -- sh -c 'modprobe coopmpi || exit 1
+	modinfo -F filename coopmpi; lib/coop_info --status; rmmod coopmpi' 2>&1) ||
+	vm_rc=$?
+printf '%s\n' "$out"
+if ((vm_rc)) || ! grep -q "/updates/dkms/$name.ko" <<<"$out" ||
+	! grep -q '^provider:   kmod' <<<"$out"; then
 	echo "dkms-check: modprobe of the DKMS-built module failed in the VM" >&2
 	exit 1
-}
+fi
 echo "dkms-check: modprobe in the VM loaded it; coop_info --status: kmod"
+# as the README says it, and nothing may stay behind
+dkms remove "$name/$version" --all
+if compgen -G "/lib/modules/*/updates/dkms/$name.ko*" >/dev/null; then
+	echo "dkms-check: dkms remove left $name.ko behind" >&2
+	exit 1
+fi
+echo "dkms-check: dkms remove took it away again"
