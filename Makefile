@@ -19,6 +19,8 @@
 #                     UDEVDIR (/lib/udev/rules.d; empty: skip it, as
 #                     DKMSDIR= does)
 #   make uninstall    removes what make install put there
+#   make demo         an unmodified MPI program (NetPIPE) under each MPI,
+#                     its default path against coop: a table (< 3 min)
 #   make deb          Debian packages into scripts/packaging/debs/
 #                     (scripts/packaging/make-deb.sh; lintian-clean)
 #
@@ -28,7 +30,7 @@
 SHELL := /bin/bash
 
 .PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns clean \
-	install install-dkms uninstall deb
+	install install-dkms uninstall deb demo
 
 all: deps lib ucx module tests
 
@@ -137,6 +139,9 @@ endif
 ifneq ($(UDEVDIR),)
 	rm -f $(D)$(UDEVDIR)/60-coopmpi.rules
 endif
+
+demo: ucx
+	@scripts/demo.sh
 
 deb: deps
 	@scripts/packaging/make-deb.sh
