@@ -56,8 +56,8 @@
  *   its meaning, default, accepted values and the value in effect;
  *   COOP_VERBOSE=2 prints it at coop_init.  A bad value makes coop_init
  *   fail with COOP_ERR_CONFIG and one line on stderr.  Settings that all
- *   ranks must share are checked by coop_connect().  README "Tuning
- *   knobs" says when to change which.
+ *   ranks must share are checked by coop_connect().  README "Settings"
+ *   names the few that matter most.
  *
  * Growing
  *   coop_status_t and coop_stats_t keep reserved fields, zero today, for

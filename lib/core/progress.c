@@ -482,7 +482,8 @@ static void idle_yield(struct coop_context *ctx, int yield)
  * yields, as Open MPI's mpi_yield_when_idle does (4 ranks on 2 CPUs, a
  * neighbourhood alltoall of 8 B: 2 instead of 15 us); sleeping on a
  * futex that the writers of the data rang was 3x slower (8 ranks, a 4-D
- * stencil of 8 B; README: a sleep and a wake-up cost more than a yield).
+ * stencil of 8 B; bench/HISTORY: a sleep and a wake-up cost more than a
+ * yield).
  * COOP_SLEEP_US=0: yield instead of sleeping.
  * Other threads of the context take the lock while we spin or sleep.
  */
