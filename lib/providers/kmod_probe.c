@@ -78,9 +78,9 @@ static void module_text(struct coop_kmod_status *st)
 	}
 }
 
-static enum coop_kmod_state state_of(int err)
+enum coop_kmod_state coop_kmod_state_of(int rc)
 {
-	switch (err) {
+	switch (-rc) {
 	case 0:
 		return COOP_KMOD_READY;
 	case ENOENT:
@@ -106,7 +106,7 @@ void coop_kmod_explain(int rc, struct coop_kmod_status *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->err = -rc;
-	st->state = state_of(st->err);
+	st->state = coop_kmod_state_of(rc);
 	device_text(st);
 	module_text(st);
 }

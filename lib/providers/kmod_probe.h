@@ -25,6 +25,10 @@ struct coop_kmod_status {
 	char device[96];		/* "crw-rw---- root:coopmpi", "" */
 };
 
+/* The state behind a failed kmod open's rc (-errno), without the
+ * details coop_kmod_explain() reads (stat, passwd, sysfs). */
+enum coop_kmod_state coop_kmod_state_of(int rc);
+
 /* Opens the device and asks its ABI (no domain is joined). */
 void coop_kmod_probe(struct coop_kmod_status *st);
 

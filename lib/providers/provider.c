@@ -92,12 +92,18 @@ static void report_fallback(const struct coop_provider *p, int kmod_rc)
 	enum coop_kmod_state state;
 	const char *fix;
 	char cause[256];
+	int warn;
 
-	state = kmod_failure(kmod_rc, cause, sizeof(cause), &fix);
+	/* the rank's own cause, or rank 0 for the node's */
+	state = coop_kmod_state_of(kmod_rc);
+	warn = p->warn_fallback && (p->rank == 0 || state == COOP_KMOD_LIMIT ||
+				    state == COOP_KMOD_ERROR);
+	if (!p->verbose && !warn)
+		return;
+	kmod_failure(kmod_rc, cause, sizeof(cause), &fix);
 	if (p->verbose)
 		coop_log(p->rank, "provider shm (%s)", cause);
-	if (!p->warn_fallback || (p->rank != 0 && state != COOP_KMOD_LIMIT &&
-				  state != COOP_KMOD_ERROR))
+	if (!warn)
 		return;
 	coop_log(p->rank, "%s: %s; using the shm provider instead; fix: %s "
 		 "(COOP_WARN_FALLBACK=0 silences this)",
