@@ -221,6 +221,7 @@ TCase *tc_staged(void)
 {
 	TCase *tc = tcase_create("staged");
 
+	tcase_set_timeout(tc, 90);
 	tcase_add_loop_test(tc, test_staged_decoupled, 0, 2);
 	tcase_add_loop_test(tc, test_staged_ring, 0, 2);
 	tcase_add_loop_test(tc, test_staged_sync, 0, 2);
