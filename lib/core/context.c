@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "guard.h"
 
 #define REQ_PREALLOC 1024
 #define REQ_MAX (1u << 20)
@@ -98,9 +99,13 @@ static int open_endpoint(struct coop_context *ctx, int dynamic)
 
 	if (dynamic) {
 		lock = coop_seg_domain_lock(ctx->key);
-		if (lock < 0) {
-			coop_log(ctx->rank, "cannot lock the node domain: %s",
-				 strerror(-lock));
+		if (lock >= 0)
+			ctx->live_fd = coop_guard_join(ctx->key);
+		if (lock < 0 || ctx->live_fd < 0) {
+			coop_log(ctx->rank, "cannot join the node domain: %s",
+				 strerror(lock < 0 ? -lock : -ctx->live_fd));
+			if (lock >= 0)
+				close(lock);
 			return COOP_ERR_PROVIDER;
 		}
 	}
@@ -136,6 +141,7 @@ int coop_core_init(struct coop_context *ctx, int dynamic)
 {
 	int rc = coop_lock_init(ctx);
 
+	ctx->live_fd = -1;
 	if (rc)
 		return rc;
 	dlist_init(&ctx->jobs);
@@ -255,6 +261,8 @@ void coop_core_fini(struct coop_context *ctx)
 		coop_seg_reap_locked(ctx->key);
 		close(lock);
 	}
+	if (ctx->live_fd >= 0)
+		close(ctx->live_fd);	/* the guard may look now */
 	coop_pool_destroy(&ctx->reqs);
 	coop_pool_destroy(&ctx->pkts);
 	free(ctx->bslot_peer);

@@ -339,6 +339,7 @@ struct coop_context {
 	uint64_t cfg_hash;
 	int connected;
 	int dynamic;		/* COOP_INIT_DYNAMIC: peers connect one by one */
+	int live_fd;		/* dynamic: our lock as a member (guard.c) */
 	uint32_t instance;	/* dynamic: of our short address */
 	struct coop_seg seg;
 	struct coop_peer *peers;

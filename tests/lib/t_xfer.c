@@ -16,6 +16,7 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -445,6 +446,29 @@ static int dynamic_reuse_rank(coop_context_t *ctx, int rank, int size,
 	return 0;
 }
 
+/* A dynamic endpoint killed with nobody of its domain left on the node
+ * (as on the other nodes of a job a launcher kills): the domain's guard
+ * removes its files, without any launcher's help. */
+static int dynamic_killed_rank(coop_context_t *ctx, int rank, int size,
+			       void *arg)
+{
+	int st, tries;
+	pid_t pid;
+
+	(void)ctx, (void)rank, (void)size, (void)arg;
+	pid = fork();
+	if (!pid) {
+		dyn_init();
+		raise(SIGKILL);
+	}
+	T_ASSERT(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st), "killed");
+	for (tries = 0; tries < 100 && dyn_files_left(); tries++)
+		usleep(50000);
+	T_ASSERT(!dyn_files_left(), "/dev/shm files of the killed endpoint "
+		 "after %d ms", tries * 50);
+	return 0;
+}
+
 /* A child endpoint: sends its short address up the pipe, connects with
  * the sender of the first message (its short address is the message)
  * and sends it back, then finalizes. */
@@ -815,6 +839,7 @@ static const struct {
 	{ dynamic_reuse_rank, 1 },
 	{ dynamic_reconnect_rank, 1 },
 	{ dynamic_churn_rank, 3 },
+	{ dynamic_killed_rank, 1 },
 };
 
 START_TEST(test_xfer)
