@@ -32,7 +32,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 inputs=$(cd "$here/../lib/ucx/ompi-btl-uct" && pwd)
 # component directory in the source, its patches in order, library name
 btl_dir=opal/mca/btl/uct
-btl_patches=(btl_uct_ucx110.patch btl_uct_am_bcopy.patch btl_uct_idle_progress.patch)
+btl_patches=(btl_uct_ucx110.patch btl_uct_am_bcopy.patch btl_uct_idle_progress.patch
+	btl_uct_node_local.patch)
 pml_dir=ompi/mca/pml/ob1
 pml_patches=(pml_ob1_ack_eager.patch pml_ob1_rget_truncate.patch)
 header=btl_uct_oot_config.h
