@@ -34,7 +34,7 @@ mpich() { # mpich ARGS...: bench/bin/mpi_peer.mpich, 2 ranks
 # ompi_coop / mpich_coop ARGS...: the same peers, unmodified, through the
 # coop transport (scripts/coopmpi-run): Open MPI's ob1 with vader for the
 # messages and btl uct reading the rendezvous through coop (the wrapper's
-# default); MPICH through UCX with UCX_TLS=self,posix,coop
+# default); MPICH through UCX with the wrapper's UCX_TLS (self,posix,coop,tcp)
 ompi_coop() {
 	local bind=()
 	((ncpu >= 2)) && bind=(--bind-to core)
@@ -44,7 +44,7 @@ ompi_coop() {
 
 # ompi_coop_pml_ucx ARGS...: Open MPI through its pml ucx with the coop
 # transport (scripts/coopmpi-run with COOP_OMPI_PML=ucx, as -p ucx:
-# UCX_TLS=self,posix,coop), the wrapper's Open MPI path before ob1 + btl uct
+# the wrapper's UCX_TLS), the wrapper's Open MPI path before ob1 + btl uct
 ompi_coop_pml_ucx() {
 	COOP_OMPI_PML=ucx ompi_coop "$@"
 }

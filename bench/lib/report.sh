@@ -295,7 +295,7 @@ full_ucx() {
 	echo
 	echo "## Unmodified MPIs through the UCX transport coop (shm provider)"
 	echo
-	echo "bench/bin/mpi_peer (osu_latency / osu_bw) under each launcher; coop: scripts/coopmpi-run (MPICH: UCX with UCX_TLS=self,posix,coop; Open MPI: ob1 + vader for small messages, Open MPI's btl uct over coop for rendezvous).  Goals: bandwidth >= 1.8x the default path at 1-16 MiB, 8 B latency <= 1.05x."
+	echo "bench/bin/mpi_peer (osu_latency / osu_bw) under each launcher; coop: scripts/coopmpi-run (MPICH: UCX with UCX_TLS=self,posix,coop,tcp; Open MPI: ob1 + vader for small messages, Open MPI's btl uct over coop for rendezvous).  Goals: bandwidth >= 1.8x the default path at 1-16 MiB, 8 B latency <= 1.05x."
 	echo
 	ucx_header
 	ucx_rows latency bw "8 4096 65536" "65536 1048576 4194304 16777216"

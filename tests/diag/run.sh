@@ -101,7 +101,7 @@ wrapper() {
 			>"$tmp/alt.$l" 2>&1
 		has "$tmp/alt.$l" "^coopmpi-run: Open MPI \($l -> .*\)" \
 			"wrapper: $l (Debian's alternative: Open MPI) is run as Open MPI"
-		if grep -q 'Open MPI: pml ob1 + btl self,vader,uct' "$tmp/alt.$l" &&
+		if grep -q 'Open MPI: pml ob1 + btl self,vader,uct,tcp' "$tmp/alt.$l" &&
 			grep -q 'mpi_check: ok' "$tmp/alt.$l"; then
 			ok "wrapper: ... with ob1 + btl uct, and mpi_check passes"
 		else
@@ -115,8 +115,8 @@ wrapper() {
 	has "$tmp/other" 'launch is neither MPICH.s nor Open MPI.s launcher nor srun' \
 		"wrapper: an unknown launcher is named"
 	if grep -q '^LD_PRELOAD=.*libuct_coop.so' "$tmp/other" &&
-		grep -q '^UCX_TLS=self,posix,coop$' "$tmp/other" &&
-		grep -q '^OMPI_MCA_btl=self,vader,uct$' "$tmp/other"; then
+		grep -qE '^UCX_TLS=self,posix,coop,(rc,)?tcp$' "$tmp/other" &&
+		grep -q '^OMPI_MCA_btl=self,vader,uct,tcp$' "$tmp/other"; then
 		ok "wrapper: ... and gets coopmpi's settings in its environment"
 	else
 		nok "wrapper: ... and gets coopmpi's settings in its environment" "$tmp/other"
