@@ -32,6 +32,7 @@ ucx                       quick  the UCX transport under unmodified MPICH and Op
 ucx-vm-quick              quick  VM: the same, data checks and kills only, on the driver
 ucx-mpich-quick           quick  MPICH test/mpi: tests/ucx/mpich-quick.list, both launchers
 slurm                     quick  coopmpi-run under srun on a one-node Slurm: MPICH (pmi2) and Open MPI (pmix) through coop
+nodes                     quick  jobs across 2 simulated nodes: every rank pair, the coop/network split, a node without coop, kills
 diag                      quick  what users are told: fallback note, coop_info --status/--version/-c, the wrapper'"'"'s refusals
 install                   quick  make install/uninstall; programs built with pkg-config coopmpi; the installed wrapper
 dkms                      quick  the DKMS recipe: make install-dkms, dkms install, modinfo, modprobe in the VM
@@ -49,6 +50,7 @@ ucx-mpi4py                full   python3-mpi4py through coop
 ucx-mpich-suite-pml-ucx   full   the MPICH suite under Open MPI pml ucx
 ucx-mpi4py-pml-ucx        full   mpi4py under Open MPI pml ucx
 ucx-mpich-suite-vm        full   VM: 21 programs of the MPICH suite on the driver
+nodes-suite               full   MPICH test/mpi (the quick list) across 2 simulated nodes, both MPIs
 ucx-gtest                 full   UCX'"'"'s gtest: coop'"'"'s UCT tests, UCP tag and wakeup tests
 diag-vm                   full   VM: the fallback warnings for a device of mode 0600, a user limit, a module of another ABI
 deb                       full   make deb: the four Debian packages, lintian without errors
@@ -207,6 +209,8 @@ stage_ucx_mpich_suite_vm() {
 }
 stage_ucx_gtest() { tests/ucx/gtest.sh; }
 stage_slurm() { tests/slurm/run.sh; }
+stage_nodes() { tests/nodes/run.sh; }
+stage_nodes_suite() { tests/nodes/run.sh --suite; }
 stage_diag() { tests/diag/run.sh; }
 # the permission and limit cases, then a module built with another ABI
 stage_diag_vm() {

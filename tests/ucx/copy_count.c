@@ -5,8 +5,8 @@
  * process_vm_readv / process_vm_writev, by calling object - libcoopmpi's
  * shm provider inside libuct_coop.so, Open MPI's vader (CMA), UCX's cma -
  * and prints one line per object on stderr at exit:
- *   copy_count[PID]: N bytes in M calls by OBJECT
- * (the object's file name).  Open MPI's default path through coop (ob1
+ *   copy_count[PID@HOST]: N bytes in M calls by OBJECT
+ * (the object's file name; HOST tells the nodes of a multi-node job apart).  Open MPI's default path through coop (ob1
  * with vader and btl uct) has no UCX lane log to show that coop read the
  * rendezvous data: these lines do.
  */
@@ -84,10 +84,12 @@ ssize_t process_vm_writev(pid_t pid, const struct iovec *l, unsigned long ln,
 
 __attribute__((destructor)) static void report(void)
 {
+	char host[64] = "?";
 	int i;
 
+	gethostname(host, sizeof(host) - 1);
 	for (i = 0; i < MAX_CALLERS && callers[i].file[0]; i++)
-		fprintf(stderr, "copy_count[%d]: %lu bytes in %lu calls by %s\n",
-			(int)getpid(), callers[i].bytes, callers[i].calls,
+		fprintf(stderr, "copy_count[%d@%s]: %lu bytes in %lu calls by %s\n",
+			(int)getpid(), host, callers[i].bytes, callers[i].calls,
 			callers[i].file);
 }

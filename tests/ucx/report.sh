@@ -37,7 +37,7 @@ copy_count_build() {
 copy_bytes() { cat /sys/kernel/coopmpi/copy_bytes 2>/dev/null || echo 0; }
 coop_copied() {
 	local shm
-	shm=$(awk '/^copy_count\[[0-9]+\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
+	shm=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
 		END { print s + 0 }' "$1")
 	echo $((shm + $(copy_bytes) - $2))
 }
