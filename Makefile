@@ -12,6 +12,8 @@
 #   make bench-quick  headline numbers in < 90 s, ending in key=value lines
 #   make bench-patterns  collective patterns and 3-D stencil per protocol
 #                     (bench/results/patterns/; BENCH_VM=1: also in the VM)
+#   make bench-nodes  bandwidth inside a node and between two simulated
+#                     nodes, each MPI's default against coop (root)
 #   make install      library, headers, coopmpi.pc, coop_info, coopmpi-run,
 #                     cooprun, the UCX module and Open MPI's btl uct, the
 #                     module's source for DKMS, the udev rule; PREFIX
@@ -29,7 +31,7 @@
 
 SHELL := /bin/bash
 
-.PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns clean \
+.PHONY: all deps lib ucx module tests check check-full bench bench-quick bench-patterns bench-nodes clean \
 	install install-dkms uninstall deb demo
 
 all: deps lib ucx module tests
@@ -69,6 +71,9 @@ bench-quick: all
 
 bench-patterns: all
 	@bench/run-suite.sh patterns
+
+bench-nodes: all
+	@bench/nodes.sh
 
 VERSION    := $(shell sed -n 's/^\#define COOPMPI_VERSION[[:space:]]*"\(.*\)"/\1/p' include/coopmpi_uapi.h)
 PREFIX     ?= /usr/local
