@@ -285,6 +285,20 @@ COOP_API int coop_connect_peer(coop_context_t *ctx, const void *blob,
 COOP_API int coop_address_short(coop_context_t *ctx, void *addr, size_t *len);
 
 /*
+ * coop_reach_id - what a transport compares before it connects with an
+ * endpoint whose address it got from elsewhere (e.g. from every rank of a
+ * job across nodes): *node names the kernel, the /dev/shm holding the
+ * domains' files and the PID namespace of this process - endpoints whose
+ * values differ (other machines, containers with a /dev/shm or PID
+ * namespace of their own) cannot connect; *wire is this library's wire
+ * version, which connected libraries must share (coop_connect_peer
+ * refuses another with COOP_ERR_CONFIG).
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (NULL).
+ * Thread safety: any thread, no context needed.
+ */
+COOP_API int coop_reach_id(uint64_t *node, uint32_t *wire);
+
+/*
  * coop_init_from_env - coop_init + address exchange + coop_connect for
  * processes started by scripts/cooprun: reads COOP_RANK, COOP_SIZE and
  * COOP_JOB, exchanges blobs through a shared-memory file

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mpi.h"
+#include "node.h"
 #include "xfer_int.h"
 
 #define BLOB_MAGIC 0x434f4f50U	/* "COOP" */
@@ -241,6 +242,15 @@ static int address_short_locked(coop_context_t *ctx, void *addr, size_t *len)
 int coop_address_short(coop_context_t *ctx, void *addr, size_t *len)
 {
 	COOP_LOCKED(ctx, address_short_locked(ctx, addr, len));
+}
+
+int coop_reach_id(uint64_t *node, uint32_t *wire)
+{
+	if (!node || !wire)
+		return COOP_ERR_ARG;
+	*node = coop_node_scope();
+	*wire = COOP_WIRE_VERSION;
+	return COOP_SUCCESS;
 }
 
 /* The full blob of the endpoint a short address names (ESRCH: gone). */

@@ -60,6 +60,8 @@ typedef struct uct_coop_md {
 	uct_md_t super;
 	char *domain;
 	uint64_t key;		/* the node domain (coop job key) */
+	uint64_t node;		/* coop_reach_id(): whom it can connect */
+	uint32_t wire;		/* ... and speaking which wire version */
 	coop_context_t *ctx;	/* its dynamic endpoint, at first use */
 	ucs_list_link_t regs;
 	unsigned nunused;	/* cached registrations without refs */
@@ -128,11 +130,14 @@ typedef struct uct_coop_iface {
 } uct_coop_iface_t;
 
 /* An interface's address: its domain, its short libcoopmpi address
- * (UCP packs at most 63 bytes) and which interface of that endpoint. */
+ * (UCP packs at most 63 bytes), which interface of that endpoint, and
+ * what tells a peer whether it can connect (coop_reach_id). */
 typedef struct uct_coop_iface_addr {
 	uint64_t key;
 	uint8_t addr[COOP_ADDR_SHORT_LEN];
 	uint8_t iface;
+	uint64_t node;
+	uint32_t wire;
 } UCS_S_PACKED uct_coop_iface_addr_t;
 
 typedef struct uct_coop_ep {

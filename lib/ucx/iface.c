@@ -5,8 +5,8 @@
  * capabilities (active messages: AM_SHORT, AM_BCOPY; rendezvous:
  * GET_ZCOPY and PUT_ZCOPY; connect to iface; peer failure; events on
  * the md endpoint's fd), its address
- * (domain key + libcoopmpi address blob + interface id) and reachability
- * (same node, same domain), and its progress (enabled by UCP while the
+ * (domain key + libcoopmpi address blob + interface id + reach id) and
+ * reachability (same node, domain and reach id), and its progress (enabled by UCP while the
  * interface has endpoints: a rank helps a peer's cooperative GET from
  * it, and a rank that does not progress leaves the reader copying all).
  */
@@ -75,7 +75,9 @@ static ucs_status_t uct_coop_iface_get_address(uct_iface_t *tl_iface,
 {
 	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
 	uct_coop_iface_addr_t a = { .key = iface->md->key,
-				    .iface = iface->id };
+				    .iface = iface->id,
+				    .node = iface->md->node,
+				    .wire = iface->md->wire };
 	size_t len = sizeof(a.addr);
 
 	if (coop_address_short(iface->md->ctx, a.addr, &len))
@@ -84,15 +86,31 @@ static ucs_status_t uct_coop_iface_get_address(uct_iface_t *tl_iface,
 	return UCS_OK;
 }
 
+/*
+ * Same machine (UCX's boot id test), same job's domain, and same scope:
+ * /dev/shm and PID namespace (containers on one host share the boot id).
+ * A peer of this node whose library speaks another wire version is
+ * unreachable too, and said so once: UCP then takes another transport.
+ */
 static int uct_coop_iface_is_reachable(const uct_iface_h tl_iface,
 				       const uct_device_addr_t *dev_addr,
 				       const uct_iface_addr_t *tl_iface_addr)
 {
 	uct_coop_iface_t *iface = ucs_derived_of(tl_iface, uct_coop_iface_t);
 	const uct_coop_iface_addr_t *a = (const void *)tl_iface_addr;
+	static int warned;
 
-	return uct_sm_iface_is_reachable(tl_iface, dev_addr, tl_iface_addr) &&
-	       a->key == iface->md->key;
+	if (!uct_sm_iface_is_reachable(tl_iface, dev_addr, tl_iface_addr) ||
+	    a->key != iface->md->key || a->node != iface->md->node)
+		return 0;
+	if (a->wire == iface->md->wire)
+		return 1;
+	if (!warned++)
+		ucs_warn("coop: a peer's libcoopmpi speaks wire version %u, "
+			 "this one %u: not using coop with it (install one "
+			 "coopmpi release on the node)", a->wire,
+			 iface->md->wire);
+	return 0;
 }
 
 /*

@@ -331,6 +331,7 @@ static ucs_status_t uct_coop_md_open(uct_component_t *component,
 	md->super.ops = &uct_coop_md_ops;
 	md->super.component = component;
 	md->key = domain_key(md->domain);
+	coop_reach_id(&md->node, &md->wire);
 	ucs_list_head_init(&md->regs);
 	ucs_list_head_init(&md->ops);
 	*md_p = &md->super;

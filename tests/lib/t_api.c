@@ -5,7 +5,11 @@
  * load counters.
  */
 #include <check.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "tests.h"
@@ -356,6 +360,41 @@ START_TEST(test_strerror)
 }
 END_TEST
 
+/* The reach id: stable in a process, another behind a /dev/shm of its
+ * own (a container, a node of tests/nodes). Needs root, as the suite. */
+START_TEST(test_reach_id)
+{
+	uint64_t node, again, other;
+	uint32_t wire, wire2;
+	int fd[2], st;
+	pid_t pid;
+
+	ck_assert_int_eq(coop_reach_id(NULL, &wire), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_reach_id(&node, NULL), COOP_ERR_ARG);
+	ck_assert_int_eq(coop_reach_id(&node, &wire), COOP_SUCCESS);
+	ck_assert_int_eq(coop_reach_id(&again, &wire2), COOP_SUCCESS);
+	ck_assert(node == again && wire == wire2 && wire > 0);
+	ck_assert_int_eq(pipe(fd), 0);
+	pid = fork();
+	if (!pid) {
+		if (unshare(CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("coop-test", "/dev/shm", "tmpfs", 0, NULL) ||
+		    coop_reach_id(&other, &wire2) ||
+		    write(fd[1], &other, sizeof(other)) != sizeof(other))
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st),
+		      "child with a /dev/shm of its own failed (root?)");
+	ck_assert_int_eq(read(fd[0], &other, sizeof(other)), sizeof(other));
+	close(fd[0]);
+	close(fd[1]);
+	ck_assert_msg(other != node, "another /dev/shm, the same reach id");
+}
+END_TEST
+
 /* Self messages of every kind and size in one process. */
 START_TEST(test_self)
 {
@@ -447,6 +486,7 @@ TCase *tc_api(void)
 	tcase_add_test(tc, test_p2p_args);
 	tcase_add_test(tc, test_load_args);
 	tcase_add_test(tc, test_strerror);
+	tcase_add_test(tc, test_reach_id);
 	tcase_add_test(tc, test_self);
 	tcase_add_test(tc, test_completion_calls);
 	return tc;
