@@ -30,16 +30,16 @@
 #include "guard.h"
 
 /* sh -c GUARD_SH coopmpi-guard KEY.  fd 7: the guard's own lock (one
- * guard per domain), 8: the members' file, 9: the domain lock. */
+ * guard per domain), taken by the spawner and inherited; 8: the
+ * members' file; 9: the domain lock.  Few processes: under emulation
+ * each one costs the joiner that starts a guard, and the machine. */
 static const char guard_sh[] =
 	"k=/dev/shm/coopmpi-$1\n"
 	"{\n"
-	"  exec 7<\"$k-guard\" && flock -n -x 7 || exit 0\n"
 	"  exec 8<\"$k-live\" || exit 0\n"
 	"  while flock -x 8 && flock -u 8; do\n"
 	"    exec 9<\"$k-lock\" && flock -x 9 || exit 0\n"
-	"    [ \"$(stat -L -c %d:%i /proc/self/fd/8)\" = "
-	"\"$(stat -c %d:%i \"$k-live\" 2>/dev/null)\" ] || exit 0\n"
+	"    [ /proc/self/fd/8 -ef \"$k-live\" ] || exit 0\n"
 	"    flock -n -x 8 && { rm -f \"$k\"-*; exit 0; }\n"
 	"    exec 9<&-\n"
 	"  done\n"
@@ -57,8 +57,9 @@ static int domain_file(uint64_t key, const char *what)
 }
 
 /* Start the guard: a session of its own, default signals, no fds of
- * ours; the shell we wait for leaves it running in the background. */
-static void spawn_guard(uint64_t key)
+ * ours but guard_lock (held: it passes to the guard as fd 7); the shell
+ * we wait for leaves it running in the background. */
+static void spawn_guard(uint64_t key, int guard_lock)
 {
 	char *env[] = { "PATH=/usr/bin:/bin", NULL }, arg[17];
 	char *argv[] = { "sh", "-c", (char *)guard_sh, "coopmpi-guard", arg,
@@ -80,6 +81,7 @@ static void spawn_guard(uint64_t key)
 	posix_spawn_file_actions_init(&fa);
 	for (fd = 0; fd < 3; fd++)
 		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_RDWR, 0);
+	posix_spawn_file_actions_adddup2(&fa, guard_lock, 7);
 	if (!posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, env))
 		waitpid(pid, NULL, 0);
 	posix_spawn_file_actions_destroy(&fa);
@@ -98,11 +100,8 @@ int coop_guard_join(uint64_t key)
 		return guard;
 	}
 	guard = domain_file(key, "guard");
-	if (guard >= 0 && !flock(guard, LOCK_EX | LOCK_NB)) {
-		close(guard);	/* none watches the domain: start one */
-		guard = -1;
-		spawn_guard(key);
-	}
+	if (guard >= 0 && !flock(guard, LOCK_EX | LOCK_NB))
+		spawn_guard(key, guard);	/* none watches the domain */
 	if (guard >= 0)
 		close(guard);
 	return live;
