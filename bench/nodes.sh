@@ -17,7 +17,8 @@
 # network path).  Natively, so on the shm provider; the "network" is the
 # kernel's TCP over veth on the same CPUs (no NIC): its ratios say whether
 # coop costs the inter-node path anything, not what a NIC would carry.
-# Needs root.  Results in bench/results/nodes/ (raw/, summary.md).
+# Needs root.  Results in bench/results/nodes/ (raw/, a CSV per MPI and
+# placement, summary.md).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
@@ -54,7 +55,14 @@ run() {
 		"bench/bin/mpi_peer.$mpi -t bw ${sizes[*]}" </dev/null >"$log" 2>&1
 }
 
-declare -A bw	# [mpi:where:path:round:size] MB/s
+# bench/lib/stats.sh's CSVs, one per MPI and placement:
+# "series,round,size_bytes,value" (series: default or coop, value MB/s)
+. bench/lib/stats.sh
+for mpi in mpich openmpi; do
+	for where in intra inter; do
+		echo "series,round,size_bytes,mbps" >"$out/$mpi-$where.csv"
+	done
+done
 for ((r = 1; r <= rounds; r++)); do
 	for mpi in mpich openmpi; do
 		for where in intra inter; do
@@ -68,27 +76,12 @@ for ((r = 1; r <= rounds; r++)); do
 					grep -qE "^${sizes[-1]} [0-9.]+$" "$log" ||
 						{ echo "nodes: $mpi $where $path failed:" >&2; tail -5 "$log" >&2; exit 1; }
 				fi
-				for s in "${sizes[@]}"; do
-					bw[$mpi:$where:$path:$r:$s]=$(awk -v s="$s" '$1 == s && NF == 2 { print $2 }' "$log")
-				done
+				awk -v p="$path" -v r="$r" 'NF == 2 && $1 ~ /^[0-9]+$/ { print p "," r "," $1 "," $2 }' \
+					"$log" >>"$out/$mpi-$where.csv"
 			done
 		done
 	done
 done
-
-# median of the per-round ratios coop/default
-median_ratio() {
-	local mpi=$1 where=$2 s=$3 r
-	for ((r = 1; r <= rounds; r++)); do
-		awk -v c="${bw[$mpi:$where:coop:$r:$s]}" -v d="${bw[$mpi:$where:default:$r:$s]}" \
-			'BEGIN { if (d > 0) printf "%.4f\n", c / d }'
-	done | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-median_bw() {
-	local r
-	for ((r = 1; r <= rounds; r++)); do echo "${bw[$1:$2:$3:$r:$4]}"; done |
-		sort -n | awk '{ v[NR] = $1 } END { printf "%.0f", v[int((NR + 1) / 2)] }'
-}
 
 {
 	echo "# Two simulated nodes, 2 ranks, osu_bw-style MB/s (median of $rounds rounds), coop/default: median of per-round ratios"
@@ -99,7 +92,7 @@ median_bw() {
 	for mpi in mpich openmpi; do
 		for where in intra inter; do
 			for s in "${sizes[@]}"; do
-				echo "| $mpi | $where-node | $((s >> 10)) KiB | $(median_bw "$mpi" "$where" default "$s") | $(median_bw "$mpi" "$where" coop "$s") | $(median_ratio "$mpi" "$where" "$s") |"
+				echo "| $mpi | $where-node | $((s >> 10)) KiB | $(med "$mpi-$where" default "$s") | $(med "$mpi-$where" coop "$s") | $(ratio "$mpi-$where" coop "$mpi-$where" default "$s") |"
 			done
 		done
 	done
@@ -107,7 +100,7 @@ median_bw() {
 for mpi in mpich openmpi; do
 	for where in intra inter; do
 		for s in "${sizes[@]}"; do
-			echo "nodes_${mpi}_${where}_bw_$((s >> 10))k_vs_default=$(median_ratio "$mpi" "$where" "$s")"
+			echo "nodes_${mpi}_${where}_bw_$((s >> 10))k_vs_default=$(ratio "$mpi-$where" coop "$mpi-$where" default "$s")"
 		done
 	done
 done
