@@ -4,11 +4,11 @@
  * when the running UCX is not the one it was built against), its
  * capabilities (active messages: AM_SHORT, AM_BCOPY; rendezvous:
  * GET_ZCOPY and PUT_ZCOPY; connect to iface; peer failure; events on
- * the md endpoint's fd), its address
- * (domain key + libcoopmpi address blob + interface id + reach id) and
- * reachability (same node, domain and reach id), and its progress (enabled by UCP while the
- * interface has endpoints: a rank helps a peer's cooperative GET from
- * it, and a rank that does not progress leaves the reader copying all).
+ * the md endpoint's fd), its address (domain key + libcoopmpi address
+ * blob + interface id + reach id) and reachability (same node, domain and
+ * reach id), and its progress (enabled by UCP while the interface has
+ * endpoints: a rank helps a peer's cooperative GET from it, and a rank
+ * that does not progress leaves the reader copying all).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"

@@ -23,11 +23,9 @@
 # Needs root (namespaces).  One "ok"/"FAIL" line per check, then
 # "N passed, M failed".
 #
-# MPICH 4.0.2 over UCX 1.13.1's tcp sometimes hangs in MPI_Finalize after
-# the program's work is done and checked (rank 0 flushes a tcp endpoint
-# while its peer already waits in the PMI barrier; without coopmpi too:
-# UCX issue 8738).  A run that printed its result and then hung there is
-# run again, at most twice, and the check says so.
+# MPICH's jobs that hang in MPI_Finalize after printing their checked
+# result run again, at most twice, and the check says so
+# (tests/ucx/report.sh, finalize_hang).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
@@ -94,12 +92,6 @@ pairs_bytes() {
 		awk -v f="$3" '{ print f == "intra" ? $1 : $2 }'
 }
 
-# hung_after_ok MPI RC LOG: the MPICH + UCX tcp finalize hang (see the top)
-hung_after_ok() {
-	[[ $1 == mpich ]] && (($2 == 124 || $2 == 137)) &&
-		grep -q '^mpi_pairs: ok' "$3"
-}
-
 # pairs MPI PATH NAME: mpi_pairs through NAME's path, and the split
 pairs() {
 	local mpi=$1 path=$2 name=$3 log=$nodes/pairs.log n rc try n0 n1 intra inter got net runs
@@ -107,7 +99,7 @@ pairs() {
 		n0=$(net_bytes node0) n1=$(net_bytes node1)
 		job "$mpi" "$path" "$log" "./mpi_pairs.$mpi"
 		rc=$?
-		hung_after_ok "$mpi" $rc "$log" || break
+		finalize_hang "$mpi" $rc "$log" '^mpi_pairs: ok' || break
 		echo "# $name: the job hung in MPI_Finalize after its checks (run $try)"
 	done
 	if ((rc != 0)) || ! grep -q '^mpi_pairs: ok 4 ranks on 2 nodes' "$log"; then
@@ -147,7 +139,7 @@ on node1 mount --bind /dev/null "$root/lib/ucx/libuct_coop.so"
 for try in 1 2 3; do
 	job mpich ob1 "$log" ./mpi_pairs.mpich
 	rc=$?
-	hung_after_ok mpich $rc "$log" || break
+	finalize_hang mpich $rc "$log" '^mpi_pairs: ok' || break
 done
 on node1 umount "$root/lib/ucx/libuct_coop.so"
 if ((rc == 0)) && grep -q '^mpi_pairs: ok 4 ranks on 2 nodes' "$log" &&

@@ -289,15 +289,6 @@ launch_here() {
 	fi
 }
 
-# finalize_hang MPI RC LOG: across nodes, MPICH 4.0.2 over UCX 1.13.1's tcp
-# sometimes hangs in MPI_Finalize once the program is done and checked
-# (rank 0 flushes a tcp endpoint whose peer already waits in the PMI
-# barrier; without coopmpi too: UCX issue 8738): such a run is run again
-finalize_hang() {
-	[[ -n $nodes && $1 == mpich ]] && (($2 == 124 || $2 == 137)) &&
-		grep -q '^ *No Errors' "$3"
-}
-
 # --- run --------------------------------------------------------------------
 # libcoopmpi's choice: the driver where it is loaded (the VM), else shm
 provider=shm
@@ -338,7 +329,11 @@ for mpi in "${mpis[@]}"; do
 			(cd "$tmp" && timeout -k 5 "${L_timeout[i]}" "${cmd[@]}" \
 				"$prog" ${L_args[i]}) </dev/null >"$log" 2>&1
 			rc=$?
-			finalize_hang "$mpi" "$rc" "$log" || break
+			# across nodes: report.sh, finalize_hang
+			if [[ -z $nodes ]] ||
+				! finalize_hang "$mpi" "$rc" "$log" '^ *No Errors'; then
+				break
+			fi
 			echo "# $what: No Errors, then a hang in MPI_Finalize (run $try)"
 		done
 		t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
