@@ -30,6 +30,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 . tests/ucx/report.sh
+. tests/nodes/counts.sh
 report_tail=30
 ((EUID == 0)) || { echo "nodes: needs root (namespaces)"; exit 1; }
 
@@ -81,17 +82,6 @@ job() {
 net_bytes() {
 	on "$1" awk '$1 == "eth0:" { print $2 + $10 }' /proc/net/dev
 }
-# the bytes coop copied on node $2 in log $1
-coop_bytes() {
-	awk -v host="$2" '$1 ~ "@" host "\\]:$" && / by libuct_coop\.so$/ { s += $2 }
-		END { print s + 0 }' "$1"
-}
-# the node line of mpi_pairs: field $3 (intra or inter) of node $2
-pairs_bytes() {
-	sed -n "s/^mpi_pairs: node $2: .* rendezvous \([0-9]*\) bytes, inter-node \([0-9]*\) bytes/\1 \2/p" "$1" |
-		awk -v f="$3" '{ print f == "intra" ? $1 : $2 }'
-}
-
 # pairs MPI PATH NAME: mpi_pairs through NAME's path, and the split
 pairs() {
 	local mpi=$1 path=$2 name=$3 log=$nodes/pairs.log n rc try n0 n1 intra inter got net runs
