@@ -323,24 +323,17 @@ for mpi in "${mpis[@]}"; do
 			continue
 		fi
 		launch "$mpi" "$np"
-		for try in 1 2 3; do
-			t0=$EPOCHREALTIME
-			# shellcheck disable=SC2086 # the arguments are words
-			(cd "$tmp" && timeout -k 5 "${L_timeout[i]}" "${cmd[@]}" \
-				"$prog" ${L_args[i]}) </dev/null >"$log" 2>&1
-			rc=$?
-			# across nodes: report.sh, finalize_hang
-			if [[ -z $nodes ]] ||
-				! finalize_hang "$mpi" "$rc" "$log" '^ *No Errors'; then
-				break
-			fi
-			echo "# $what: No Errors, then a hang in MPI_Finalize (run $try)"
-		done
+		t0=$EPOCHREALTIME
+		# shellcheck disable=SC2086 # the arguments are words
+		(cd "$tmp" && timeout -k 5 "${L_timeout[i]}" "${cmd[@]}" \
+			"$prog" ${L_args[i]}) </dev/null >"$log" 2>&1
+		rc=$?
+		# across nodes: report.sh, finalize_hang
+		[[ -n $nodes ]] && finalize_hang "$what" "$mpi" "$rc" "$log" '^ *No Errors' &&
+			rc=0
 		t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-		runs=
-		((try == 1)) || runs=" (run $try)"
 		if ((rc == 0)) && grep -q '^ *No Errors' "$log"; then
-			ok "$what ${t}s$runs"
+			ok "$what ${t}s"
 		elif ((rc == 124 || rc == 137)); then
 			nok "$what: timeout ${L_timeout[i]}s" "$log"
 		else

@@ -17,14 +17,19 @@ expect() {
 	if timeout "${expect_timeout:-300}" "$@" >"$log" 2>&1; then ok "$name"
 	else nok "$name" "$log"; fi
 }
-# finalize_hang MPI RC LOG ERE: the job of MPI timed out (RC 124 or 137)
-# after LOG shows ERE, its checked result.  Across nodes, MPICH 4.0.2 over
-# UCX 1.13.1's tcp sometimes hangs in MPI_Finalize once the program is
-# done (rank 0 flushes a tcp endpoint whose peer already waits in the PMI
-# barrier; without coopmpi too: UCX issue 8738): the scripts run such a
-# job again, at most twice.
+# finalize_hang NAME MPI RC LOG ERE: the job of MPI timed out (RC 124 or
+# 137) after LOG shows ERE, its checked result; says so on a "#" line.
+# Across nodes, MPICH 4.0.2 over UCX 1.13.1's tcp hangs in MPI_Finalize in
+# some jobs (up to half) once the program is done (a rank closes a tcp
+# endpoint whose peer already waits in the PMI barrier and no longer
+# progresses; plain mpirun.mpich too - tests/README).  Such a job has
+# done and checked its work, and tests/ucx/copy_count.c reported its
+# bytes on entering MPI_Finalize: the scripts count it as run (rc=0),
+# and every other failure as failed.
 finalize_hang() {
-	[[ $1 == mpich ]] && (($2 == 124 || $2 == 137)) && grep -qE -- "$4" "$3"
+	[[ $2 == mpich ]] && (($3 == 124 || $3 == 137)) && grep -qE -- "$5" "$4" ||
+		return 1
+	echo "# $1: hung in MPI_Finalize after its checks (MPICH over UCX tcp, tests/README)"
 }
 # has LOG ERE NAME / hasnt LOG ERE NAME: LOG matches / does not
 has() { if grep -qE -- "$2" "$1"; then ok "$3"; else nok "$3" "$1"; fi; }
