@@ -51,6 +51,7 @@ ucx-mpich-suite-pml-ucx   full   the MPICH suite under Open MPI pml ucx
 ucx-mpi4py-pml-ucx        full   mpi4py under Open MPI pml ucx
 ucx-mpich-suite-vm        full   VM: 21 programs of the MPICH suite on the driver
 nodes-suite               full   MPICH test/mpi (the quick list) across 2 simulated nodes, both MPIs
+nodes-vm                  full   VM pair: MPI jobs across two VMs with the module, then one VM without it
 ucx-gtest                 full   UCX'"'"'s gtest: coop'"'"'s UCT tests, UCP tag and wakeup tests
 diag-vm                   full   VM: the fallback warnings for a device of mode 0600, a user limit, a module of another ABI
 deb                       full   make deb: the four Debian packages, lintian without errors
@@ -211,6 +212,7 @@ stage_ucx_gtest() { tests/ucx/gtest.sh; }
 stage_slurm() { tests/slurm/run.sh; }
 stage_nodes() { tests/nodes/run.sh; }
 stage_nodes_suite() { tests/nodes/run.sh --suite; }
+stage_nodes_vm() { tests/nodes/vm-pair.sh; }
 stage_diag() { tests/diag/run.sh; }
 # the permission and limit cases, then a module built with another ABI
 stage_diag_vm() {
