@@ -8,6 +8,19 @@ coop_bytes() {
 	awk -v host="$2" '$1 ~ "@" host "\\]:$" && / by libuct_coop\.so$/ { s += $2 }
 		END { print s + 0 }' "$1"
 }
+# intra_copied NAME NODE WHO GOT LOG: WHO copied GOT bytes on NODE; that
+# must be NODE's intra-node rendezvous bytes in LOG and none of its
+# inter-node ones (ok/nok of tests/ucx/report.sh)
+intra_copied() {
+	local intra inter
+	intra=$(pairs_bytes "$5" "$2" intra) inter=$(pairs_bytes "$5" "$2" inter)
+	# coop's connection probes read a few bytes; a rendezvous >= 64 KiB
+	if (($4 >= intra && $4 < intra + 65536)); then
+		ok "$1: $2: $3 copied its intra-node rendezvous bytes ($4 of $intra) and no inter-node ones"
+	else
+		nok "$1: $2: $3 copied $4 bytes, its intra-node rendezvous $intra (inter-node $inter)" "$5"
+	fi
+}
 # pairs_bytes LOG NODE intra|inter: mpi_pairs' rendezvous bytes between
 # NODE's ranks (intra) or from them to the other node's (inter)
 pairs_bytes() {

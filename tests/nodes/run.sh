@@ -84,7 +84,7 @@ net_bytes() {
 }
 # pairs MPI PATH NAME: mpi_pairs through NAME's path, and the split
 pairs() {
-	local mpi=$1 path=$2 name=$3 log=$nodes/pairs.log n rc n0 n1 intra inter got net
+	local mpi=$1 path=$2 name=$3 log=$nodes/pairs.log n rc n0 n1 inter net
 	n0=$(net_bytes node0) n1=$(net_bytes node1)
 	job "$mpi" "$path" "$log" "./mpi_pairs.$mpi"
 	rc=$?
@@ -95,14 +95,7 @@ pairs() {
 	fi
 	ok "$name: mpi_pairs, 4 ranks on 2 nodes, 8 B .. 16 MiB, data checked"
 	for n in node0 node1; do
-		intra=$(pairs_bytes "$log" "$n" intra) inter=$(pairs_bytes "$log" "$n" inter)
-		got=$(coop_bytes "$log" "$n")
-		# coop's connection probes read a few bytes; a rendezvous >= 64 KiB
-		if ((got >= intra && got < intra + 65536)); then
-			ok "$name: $n: coop copied its intra-node rendezvous bytes ($got of $intra) and no inter-node ones"
-		else
-			nok "$name: $n: coop copied $got bytes, its intra-node rendezvous $intra (inter-node $inter)" "$log"
-		fi
+		intra_copied "$name" "$n" coop "$(coop_bytes "$log" "$n")" "$log"
 	done
 	net=$(($(net_bytes node0) - n0 + $(net_bytes node1) - n1))
 	inter=$(($(pairs_bytes "$log" node0 inter) + $(pairs_bytes "$log" node1 inter)))

@@ -61,7 +61,7 @@ run() {
 # driver where it has the module, through the shm provider where it has
 # not - and none of the other node's
 job() {
-	local name=$1 pml=$2 log=$dir/job.log n b0 b1 intra got how
+	local name=$1 pml=$2 log=$dir/job.log n b0 b1 got how
 	shift 2
 	b0=$(driver_bytes vmnode0) b1=$(driver_bytes vmnode1)
 	if run "$name" "$log" -p "$pml" "$@" && grep -q '^mpi_pairs: ok 4 ranks on 2 nodes' "$log"; then
@@ -72,7 +72,6 @@ job() {
 	fi
 	b0=$(($(driver_bytes vmnode0) - b0)) b1=$(($(driver_bytes vmnode1) - b1))
 	for n in vmnode0 vmnode1; do
-		intra=$(pairs_bytes "$log" "$n" intra)
 		got=$(coop_bytes "$log" "$n")
 		how="its shm provider (no module)"
 		if has_module "$n"; then
@@ -80,12 +79,7 @@ job() {
 			((got == 0)) || { nok "$name: $n has the module, yet coop copied $got bytes by itself" "$log"; continue; }
 			[[ $n == vmnode0 ]] && got=$b0 || got=$b1
 		fi
-		# coop's connection probes read a few bytes; a rendezvous >= 64 KiB
-		if ((got >= intra && got < intra + 65536)); then
-			ok "$name: $n: $how copied its intra-node rendezvous bytes ($got of $intra), none of the other node's"
-		else
-			nok "$name: $n: $how copied $got bytes, its intra-node rendezvous $intra" "$log"
-		fi
+		intra_copied "$name" "$n" "$how" "$got" "$log"
 	done
 }
 
