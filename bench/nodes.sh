@@ -39,20 +39,27 @@ tests/nodes/sim-nodes up "$nodes" >/dev/null || exit 1
 trap 'tests/nodes/sim-nodes down "$nodes"; rm -rf "$nodes"' EXIT
 
 # run MPI WHERE PATH LOG: mpi_peer -t bw from node0, 2 ranks on node0
-# (intra) or one on each node (inter), the MPI's default or coop
+# (intra, bound by the launcher) or one on each node (inter): the nodes
+# share the machine's CPUs, so the launcher would bind both ranks to CPU 0;
+# instead each inter-node rank gets its own CPU through taskset, one MPMD
+# section per rank, and the scheduler cannot move them between rounds
 run() {
-	local mpi=$1 where=$2 path=$3 log=$4 hosts=node0:2 bind=core launch wrap=
-	# the nodes share the machine's CPUs: bound, the ranks of two nodes
-	# would both take CPU 0
-	[[ $where == inter ]] && hosts=node0:1,node1:1 bind=none
+	local mpi=$1 where=$2 path=$3 log=$4 launch wrap= prog ranks
+	prog="bench/bin/mpi_peer.$mpi -t bw ${sizes[*]}"
 	if [[ $mpi == mpich ]]; then
-		launch="mpirun.mpich -np 2 -bind-to $bind -launcher ssh -launcher-exec $nodes/ssh -hosts $hosts"
+		launch="mpirun.mpich -launcher ssh -launcher-exec $nodes/ssh"
+		[[ $where == intra ]] && launch+=" -bind-to core -hosts node0:2" ||
+			launch+=" -bind-to none -hosts node0:1,node1:1"
 	else
-		launch="mpirun.openmpi --allow-run-as-root -np 2 --bind-to $bind --mca plm_rsh_agent $nodes/ssh --host $hosts"
+		launch="mpirun.openmpi --allow-run-as-root --mca plm_rsh_agent $nodes/ssh"
+		[[ $where == intra ]] && launch+=" --bind-to core --host node0:2" ||
+			launch+=" --bind-to none --host node0:1,node1:1"
 	fi
+	ranks="-np 1 taskset -c 0 $prog : -np 1 taskset -c 1 $prog"
+	[[ $where == intra ]] && ranks="-np 2 $prog"
 	[[ $path == coop ]] && wrap=$root/scripts/coopmpi-run
 	timeout -k 5 60 "$nodes/ssh" node0 "cd $root && COOP_WARN_FALLBACK=0 $wrap $launch" \
-		"bench/bin/mpi_peer.$mpi -t bw ${sizes[*]}" </dev/null >"$log" 2>&1
+		"$ranks" </dev/null >"$log" 2>&1
 }
 
 # bench/lib/stats.sh's CSVs, one per MPI and placement:
