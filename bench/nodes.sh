@@ -44,7 +44,7 @@ trap 'tests/nodes/sim-nodes down "$nodes"; rm -rf "$nodes"' EXIT
 # instead each inter-node rank gets its own CPU through taskset, one MPMD
 # section per rank, and the scheduler cannot move them between rounds
 run() {
-	local mpi=$1 where=$2 path=$3 log=$4 launch wrap= prog ranks
+	local mpi=$1 where=$2 path=$3 log=$4 launch wrap='' prog ranks
 	prog="bench/bin/mpi_peer.$mpi -t bw ${sizes[*]}"
 	if [[ $mpi == mpich ]]; then
 		launch="mpirun.mpich -launcher ssh -launcher-exec $nodes/ssh"
