@@ -5,8 +5,8 @@
  * Built once per MPI (bench/Makefile.suite: mpi_peer.openmpi with
  * mpicc.openmpi, mpi_peer.mpich with mpicc.mpich):
  *
- *   mpirun -np 2 bench/bin/mpi_peer.X -t lat|bw|bibw [-i iters] [-r repeats]
- *                                     [-w window] [-V] [sizes...]
+ *   mpirun -np N bench/bin/mpi_peer.X -t lat|bw|bibw|ring|alltoall
+ *                  [-i iters] [-r repeats] [-w window] [-V] [sizes...]
  *
  *   lat   osu_latency: ping-pong with MPI_Send/MPI_Recv, one-way latency
  *         (round trip / 2) in us          (= bench/pingpong)
@@ -14,7 +14,14 @@
  *         MB/s                            (= bench/bw)
  *   bibw  osu_bibw: both ranks post 64 MPI_Irecv and 64 MPI_Isend, MB/s of
  *         both directions                 (= bench/bibw)
+ *   ring  every rank sends to the next rank and receives from the
+ *         previous one at once (MPI_Sendrecv), MB/s of all ranks
+ *   alltoall  MPI_Alltoall with SIZE bytes for every other rank, MB/s of
+ *         the bytes that leave their rank
  *
+ * lat, bw and bibw take exactly 2 ranks; ring and alltoall 2 or more,
+ * their MB/s over the time of the slowest rank (every rank must have
+ * received all its data).
  * Same iteration counts, warm-up and repeats as the libcoopmpi programs;
  * prints "size value" per size (the median over repeats).  -V first
  * prints "# " and the first line of MPI_Get_library_version().
@@ -26,7 +33,7 @@
 
 #define MAX_WINDOW 256
 
-enum test { T_LAT, T_BW, T_BIBW };
+enum test { T_LAT, T_BW, T_BIBW, T_RING, T_ALLTOALL };
 
 static const size_t def_sizes[] = { 1, 8, 1024, 65536, 1048576, 4194304 };
 
@@ -129,6 +136,92 @@ static double run_bw(int rank, char *sbuf, char *rbuf, int size, int iters,
 	       (ou_now_us() - t0);
 }
 
+/*
+ * run_exchange: ring or alltoall, ITERS times after WARM; the MB/s of the
+ * bytes every rank sent to others, over the slowest rank's time
+ */
+static double run_exchange(int rank, int nranks, char *sbuf, char *rbuf,
+			   int size, int iters, int warm, enum test t)
+{
+	int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+	double t0 = 0, mine, slowest, bytes;
+	int i;
+
+	check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+	for (i = 0; i < warm + iters; i++) {
+		if (i == warm)
+			t0 = ou_now_us();
+		if (t == T_RING)
+			check(MPI_Sendrecv(sbuf, size, MPI_CHAR, next, 5,
+					   rbuf, size, MPI_CHAR, prev, 5,
+					   MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+			      "MPI_Sendrecv");
+		else
+			check(MPI_Alltoall(sbuf, size, MPI_CHAR, rbuf, size,
+					   MPI_CHAR, MPI_COMM_WORLD),
+			      "MPI_Alltoall");
+	}
+	mine = ou_now_us() - t0;
+	check(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX,
+			    MPI_COMM_WORLD), "MPI_Allreduce");
+	bytes = (double)size * nranks * (t == T_RING ? 1 : nranks - 1);
+	return bytes * iters / slowest;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw|ring|alltoall [-i iters] [-r repeats] [-w window] [-V] [sizes...]\n");
+	MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static size_t checked_size(size_t size)
+{
+	if (size > (size_t)1 << 30) {
+		fprintf(stderr, "mpi_peer: size %zu too large\n", size);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	return size;
+}
+
+static int parse_test(const char *name, enum test *t)
+{
+	static const char *const names[] = { "lat", "bw", "bibw", "ring",
+					     "alltoall" };
+	int i;
+
+	for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (!strcmp(name, names[i])) {
+			*t = (enum test)i;
+			return 1;
+		}
+	return 0;
+}
+
+/* iterations per repeat: as the libcoopmpi programs for lat, bw, bibw */
+static int default_iters(enum test t, int size)
+{
+	static const int per_range[][3] = {
+		[T_LAT] = { 10000, 500, 50 },
+		[T_BW] = { 100, 20, 4 },
+		[T_BIBW] = { 100, 20, 4 },
+		[T_RING] = { 1000, 200, 40 },
+		[T_ALLTOALL] = { 1000, 200, 40 },
+	};
+
+	return per_range[t][size <= 65536 ? 0 : size <= 1048576 ? 1 : 2];
+}
+
+static double run_one(enum test t, int rank, int nranks, char *sbuf,
+		      char *rbuf, int size, int it, int win)
+{
+	if (t == T_LAT)
+		return run_lat(rank, sbuf, size, it, it / 10 + 1);
+	if (t == T_RING || t == T_ALLTOALL)
+		return run_exchange(rank, nranks, sbuf, rbuf, size, it,
+				    it / 10 + 1, t);
+	return run_bw(rank, sbuf, rbuf, size, it, 2, win, t);
+}
+
 int main(int argc, char **argv)
 {
 	size_t sizes[OU_MAX_SIZES];
@@ -139,23 +232,25 @@ int main(int argc, char **argv)
 
 	check(MPI_Init(&argc, &argv), "MPI_Init");
 	while ((opt = getopt(argc, argv, "t:i:r:w:V")) != -1) {
-		if (opt == 't' && !strcmp(optarg, "lat")) {
-			t = T_LAT;
-		} else if (opt == 't' && !strcmp(optarg, "bw")) {
-			t = T_BW;
-		} else if (opt == 't' && !strcmp(optarg, "bibw")) {
-			t = T_BIBW;
-		} else if (opt == 'i') {
+		switch (opt) {
+		case 't':
+			if (!parse_test(optarg, &t))
+				usage();
+			break;
+		case 'i':
 			iters = atoi(optarg);
-		} else if (opt == 'r') {
+			break;
+		case 'r':
 			reps = atoi(optarg);
-		} else if (opt == 'w') {
+			break;
+		case 'w':
 			win = atoi(optarg);
-		} else if (opt == 'V') {
+			break;
+		case 'V':
 			version = 1;
-		} else {
-			fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw [-i iters] [-r repeats] [-w window] [-V] [sizes...]\n");
-			MPI_Abort(MPI_COMM_WORLD, 2);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (reps < 1 || reps > OU_MAX_REPS)
@@ -166,9 +261,11 @@ int main(int argc, char **argv)
 			   (int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
 	check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
 	check(MPI_Comm_size(MPI_COMM_WORLD, &nranks), "MPI_Comm_size");
-	if (nranks != 2) {
+	if (nranks < 2 || (nranks != 2 && t != T_RING && t != T_ALLTOALL)) {
 		if (rank == 0)
-			fprintf(stderr, "mpi_peer: run with exactly 2 ranks\n");
+			fprintf(stderr, "mpi_peer: run with %s ranks\n",
+				t == T_RING || t == T_ALLTOALL ?
+				"2 or more" : "exactly 2");
 		MPI_Finalize();
 		return 2;
 	}
@@ -181,25 +278,14 @@ int main(int argc, char **argv)
 		printf("# %s\n", lib);
 	}
 	for (s = 0; s < n; s++) {
-		int size = (int)sizes[s];
-		char *sbuf = ou_alloc(sizes[s]), *rbuf = ou_alloc(sizes[s]);
-		int it;
+		int size = (int)checked_size(sizes[s]);
+		size_t len = sizes[s] * (t == T_ALLTOALL ? (size_t)nranks : 1);
+		char *sbuf = ou_alloc(len), *rbuf = ou_alloc(len);
+		int it = iters ? iters : default_iters(t, size);
 
-		if (sizes[s] > (size_t)1 << 30) {
-			fprintf(stderr, "mpi_peer: size %zu too large\n",
-				sizes[s]);
-			MPI_Abort(MPI_COMM_WORLD, 2);
-		}
-		if (t == T_LAT)
-			it = iters ? iters : size <= 65536 ? 10000 :
-			     size <= 1048576 ? 500 : 50;
-		else
-			it = iters ? iters : size <= 65536 ? 100 :
-			     size <= 1048576 ? 20 : 4;
 		for (r = 0; r < reps; r++)
-			v[r] = t == T_LAT ?
-			       run_lat(rank, sbuf, size, it, it / 10 + 1) :
-			       run_bw(rank, sbuf, rbuf, size, it, 2, win, t);
+			v[r] = run_one(t, rank, nranks, sbuf, rbuf, size, it,
+				       win);
 		if (rank == 0)
 			printf(t == T_LAT ? "%zu %.3f\n" : "%zu %.1f\n",
 			       sizes[s], ou_median(v, reps));
