@@ -158,7 +158,8 @@ have_coop_ucx=0
 
 # ranged KIND NAME CSV SERIES COLS CMD...: one step per size range (S 1 B
 # .. 64 KiB, M 128 KiB .. 1 MiB, L 2 .. 16 MiB), each with the iteration
-# count and repeats of KIND (lat, bw, bibw, mbw) for that range appended
+# count and repeats of KIND (lat, bw, bibw, mbw; exch: mpi_peer's ring and
+# alltoall, one exchange an iteration) for that range appended
 # as "-i N -r R sizes" (ucx: "N sizes"), so that every series of a chart
 # gets the very same iterations.  Round: $cur_round.
 ranged() {
@@ -175,6 +176,9 @@ ranged() {
 		lat-S) it=2000 ;;
 		lat-M) it=100 ;;
 		lat-L) it=10 ;;
+		exch-S) it=1000 ;;
+		exch-M) it=200 ;;
+		exch-L) it=40 ;;
 		*-S) it=20 ;;
 		*-M) it=4 ;;
 		bw-L) it=1 ;;
@@ -320,6 +324,36 @@ plan_full_osu() {
 	done
 	((have_ompi)) && ranged bibw bibw-openmpi bibw openmpi 1 ompi -t bibw
 	((have_mpich)) && ranged bibw bibw-mpich bibw mpich 1 mpich -t bibw
+	plan_full_exchange
+}
+
+# The MPI peers of the exchange patterns: "series runner" per line, each
+# MPI's default path first, then the same program through coop
+exchange_peers() {
+	((have_mpich)) && echo "mpich mpich"
+	((have_mpich && have_coop_ucx)) && echo "mpich-ucxcoop mpich_coop"
+	((have_ompi)) && echo "openmpi ompi"
+	((have_ompi && have_coop_ucx)) && echo "openmpi-ucxcoop ompi_coop"
+	((have_ompi && have_coop_ucx)) && echo "openmpi-ucxcoop-pml ompi_coop_pml_ucx"
+	return 0
+}
+
+# plan_full_exchange: both ranks sending at once, 16 KiB .. 16 MiB, for
+# every MPI path of exchange_peers: bibw (2 ranks, the coop series; the
+# defaults are plan_full_osu's), ring and alltoall with 2 ranks (CSVs
+# ring, alltoall) and with 4 on this machine's CPUs (ring_n4,
+# alltoall_n4: oversubscribed when it has fewer, so reported apart)
+plan_full_exchange() {
+	# ranged's ranges, from 16 KiB (bash: these locals are what it reads)
+	local size_s="16384 32768 65536" series runner t
+	while read -r series runner; do
+		[[ $series == *coop* ]] &&
+			ranged bibw "bibw-$series" bibw "$series" 1 "$runner" -t bibw
+		for t in ring alltoall; do
+			ranged exch "$t-$series" "$t" "$series" 1 "$runner" -t "$t"
+			ranged exch "$t-n4-$series" "${t}_n4" "$series" 1 np4 "$runner" -t "$t"
+		done
+	done < <(exchange_peers)
 }
 
 plan_quick() {
@@ -340,6 +374,7 @@ plan_quick() {
 			((have_mpich)) && names+=(q-lat-mpich q-lat-mpich-coop) lines+=("latency mpich 8 mpich -t lat -r 5 -i 10000 8" "latency mpich-ucxcoop 8 mpich_coop -t lat -r 5 -i 10000 8")
 			((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx q-lat-ompi-coop-pml) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8" "latency openmpi-ucxcoop-pml 8 ompi_coop_pml_ucx -t lat -r 5 -i 10000 8")
 		fi
+		((have_coop_ucx)) && plan_quick_exchange
 		names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
 		# progress modes: RGET's receiver computing, 8 B latency
 		for m in manual thread thread-sleep thread-peercpu; do
@@ -360,6 +395,21 @@ plan_quick() {
 			add "${names[k]}-r$r" "$csv" "$series" $((${#cols} + 1)) "${sizes//,/ }" "$r" $cmd
 		done
 	done
+}
+
+# plan_quick_exchange: plan_quick's bibw and ring runs, each MPI's
+# default and the same through coop (wrapper default), appended to its
+# names and lines
+plan_quick_exchange() {
+	local z="65536,262144,1048576,4194304,16777216" series runner t opts
+	while read -r series runner; do
+		[[ $series == *-pml ]] && continue
+		for t in bibw ring; do
+			opts="-t $t -r 3"
+			[[ $t == bibw ]] && opts+=" -w 16 -i 4"
+			names+=("q-$t-$series") lines+=("$t $series $z $runner $opts ${z//,/ }")
+		done
+	done < <(exchange_peers)
 }
 
 # The patterns mode's runs, one a line: name|ranks|csv|value columns|sizes

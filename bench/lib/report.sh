@@ -81,6 +81,7 @@ summary_full() {
 		full_headline
 		full_native
 		full_overlap
+		full_exchange
 		full_ucx
 		full_vm
 		full_peers
@@ -141,6 +142,52 @@ full_native() {
 	table mbw_mr 1 "%.0f" 8 65536 1048576 16777216
 	echo
 	table mbw_mr 2 "%.0f" 1 8 64 1024
+}
+
+# The exchange patterns' sizes in tables and keys: 64 KiB .. 16 MiB
+exchange_sizes="65536 262144 1048576 4194304 16777216"
+
+# full_exchange: both ranks sending at once (plan_full_exchange), MB/s and
+# each coop path against its MPI's default
+full_exchange() {
+	local csv title
+	for csv in bibw ring alltoall ring_n4 alltoall_n4; do
+		[[ -e $out/$csv.csv ]] || continue
+		case $csv in
+		bibw) title="osu_bibw, 2 ranks" ;;
+		ring) title="ring (MPI_Sendrecv to the next rank, from the previous), 2 ranks" ;;
+		alltoall) title="MPI_Alltoall, 2 ranks" ;;
+		*) title="${csv%_n4}, 4 ranks on $ncpu CPUs" ;;
+		esac
+		echo
+		echo "## Exchange: $title, MB/s of all ranks"
+		echo
+		# shellcheck disable=SC2086 # the size list splits on purpose
+		table "$csv" 1 "%.0f" 16384 $exchange_sizes
+		echo
+		exchange_ratios "$csv"
+	done
+}
+
+# exchange_ratios CSV: coop/default per coop series of CSV, and the
+# smallest over exchange_sizes
+exchange_ratios() {
+	local csv=$1 a b z row hdr="| coop / default |" sep="|---|"
+	for z in $exchange_sizes; do
+		hdr+=" $(human "$z") |"
+		sep+="---:|"
+	done
+	echo "$hdr min |"
+	echo "$sep---:|"
+	for a in mpich-ucxcoop openmpi-ucxcoop openmpi-ucxcoop-pml; do
+		b=${a%%-*}
+		row="| $a / $b |"
+		for z in $exchange_sizes; do
+			row+=" $(ratio "$csv" "$a" "$csv" "$b" "$z") |"
+		done
+		# shellcheck disable=SC2086
+		echo "$row $(min_ratio "$csv" "$a" "$csv" "$b" $exchange_sizes) |"
+	done
 }
 
 full_overlap() {
@@ -654,6 +701,13 @@ print_keys() {
 	echo "ompi_ucxcoop_lat_8B_vs_pml_ucx=$(ratio latency openmpi-ucxcoop latency openmpi-ucx 8)"
 	echo "ompi_ucxcoop_pml_lat_8B_vs_default=$(ratio latency openmpi-ucxcoop-pml latency openmpi 8)"
 	echo "ompi_ucxcoop_pml_lat_8B_vs_pml_ucx=$(ratio latency openmpi-ucxcoop-pml latency openmpi-ucx 8)"
+	# shellcheck disable=SC2086 # the size list splits on purpose
+	{
+		echo "mpich_bibw_min_vs_default=$(min_ratio bibw mpich-ucxcoop bibw mpich $exchange_sizes)"
+		echo "ompi_bibw_min_vs_default=$(min_ratio bibw openmpi-ucxcoop bibw openmpi $exchange_sizes)"
+		echo "mpich_ring_min_vs_default=$(min_ratio ring mpich-ucxcoop ring mpich $exchange_sizes)"
+		echo "ompi_ring_min_vs_default=$(min_ratio ring openmpi-ucxcoop ring openmpi $exchange_sizes)"
+	}
 	echo "overlap_manual_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-manual $F 2)"
 	echo "overlap_thread_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread $F 2)"
 	echo "overlap_threadsleep_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread-sleep $F 2)"

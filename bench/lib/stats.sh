@@ -57,6 +57,24 @@ ratio() {
 		}' "$out/$1.csv" "$out/$3.csv"
 }
 
+# min_ratio CSV_A SERIES_A CSV_B SERIES_B SIZES...: the smallest of
+# ratio's values at SIZES (NA if one is missing)
+min_ratio() {
+	local a=$1 sa=$2 b=$3 sb=$4 z r min=NA
+	shift 4
+	for z; do
+		r=$(ratio "$a" "$sa" "$b" "$sb" "$z")
+		[[ $r == NA ]] && {
+			echo NA
+			return
+		}
+		if [[ $min == NA ]] || awk -v r="$r" -v m="$min" 'BEGIN { exit !(r < m) }'; then
+			min=$r
+		fi
+	done
+	echo "$min"
+}
+
 # medians CSV SERIES COL: "size median" lines of value column COL of
 # SERIES, median over rounds, sorted by size
 medians() {
