@@ -253,6 +253,10 @@ static int xfer_split_locked(coop_context_t *ctx, int peer, size_t len,
 		return rc;
 	if (!share)
 		return COOP_ERR_ARG;
+	if (coop_load_peer_copying(ctx, peer)) {
+		*share = len;	/* it has no CPU to lend: we copy it all */
+		return COOP_SUCCESS;
+	}
 	ls = coop_load_score(ctx, peer, now);
 	*share = (size_t)coop_load_clamp_split(
 		coop_load_level_share(ls, coop_load_score(ctx, ctx->rank, now),

@@ -83,6 +83,9 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	j->chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
 	j->charge = job_share(j);
 	j->help_only = a->shared && !j->charge;
+	j->own = !j->shared || !j->side;
+	if (j->own)
+		coop_load_own_copies(ctx, 1);
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &j->link);
 	coop_async_kick(ctx);
@@ -124,6 +127,8 @@ static void job_unqueue(struct coop_job *j)
 	if (j->shared && j->own_slot >= 0)	/* our use of our slot ends */
 		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
 	job_discharge(ctx, j, j->charge);
+	if (j->own)
+		coop_load_own_copies(ctx, -1);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);
 		if (job_counts_totals(ctx, j))

@@ -86,6 +86,27 @@ uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)
 	return COOP_MIN(COOP_MAX(x, lo), hi);
 }
 
+/*
+ * Copies of a rank's own transfers in flight (core/job.c counts them in
+ * its segment).  A rank asked to help with a peer's read while it copies
+ * for itself would only interleave the two on its CPU: in an exchange,
+ * where both ranks receive at once, the second copier adds handshakes
+ * and finer chunks but no CPU, and each side had best copy its own.
+ */
+void coop_load_own_copies(struct coop_context *ctx, int delta)
+{
+	if (ctx->seg.hdr)
+		__atomic_fetch_add(&ctx->seg.hdr->own_copies, (uint64_t)delta,
+				   __ATOMIC_RELAXED);
+}
+
+int coop_load_peer_copying(const struct coop_context *ctx, int rank)
+{
+	const struct coop_seg_hdr *h = ctx->peers[rank].seg.hdr;
+
+	return h && __atomic_load_n(&h->own_copies, __ATOMIC_RELAXED);
+}
+
 void coop_load_precharge(struct coop_context *ctx, int rank, int64_t bytes)
 {
 	struct coopmpi_load_slot *ls = ctx->prov.ops->load_slot(&ctx->prov,

@@ -4,7 +4,8 @@
  * implementations with their own matching: regions, single-sided GET and
  * PUT jobs, cooperative jobs through a work slot (both sides copy, each
  * chunk once, the reader completes alone when the writer never starts),
- * the slot's references, the COOP-load split, and every argument check.
+ * the slot's references, the COOP-load split (the whole message when the
+ * peer copies for itself), and every argument check.
  * PUT jobs by the offload engine (COOP_XFER_ENGINE) and striped over the
  * CPU and the engine (COOP_XFER_STRIPE): sizes 0 B .. 8 MiB at odd
  * offsets of the peer's region, all in flight at once, every byte (and
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coopmpi_xfer.h"
@@ -147,6 +149,50 @@ static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
 			 COOP_ERR_ARG, "the slot was freed");
 		T_OK(coop_mem_dereg(ctx, &cts.key));
 		ctl_send(ctx, 1, &fin);
+	}
+	free(buf);
+	return 0;
+}
+
+/*
+ * A peer that copies for itself has no CPU to lend: while rank 1 keeps a
+ * GET job of its own in flight (it starts one after another until rank 0
+ * says it has seen it), rank 0's split is the whole message; once rank 1
+ * stopped, rank 0 is back to sharing.
+ */
+static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	char *buf = malloc(LEN);
+	struct ctl c = { .slot = COOP_XFER_NO_SLOT };
+	coop_request_t *seen;
+	size_t share = 0;
+	time_t deadline = time(NULL) + 30;
+	int flag = 0;
+
+	(void)size;
+	(void)arg;
+	if (rank == 1) {
+		ctl_recv(ctx, 0, &c);
+		T_OK(coop_irecv(ctx, &c.count, sizeof(c.count), 0, 2, COMM, 0,
+				&seen));
+		while (!flag) {
+			run_job(ctx, COOP_XFER_GET, 0, buf, &c.key, 0, c.slot);
+			T_OK(coop_test(&seen, &flag, NULL));
+		}
+		ctl_send(ctx, 0, &c);	/* stopped */
+	} else {
+		t_fill(buf, LEN, 5);
+		T_OK(coop_mem_reg(ctx, buf, LEN, COOP_ACCESS_READ, &c.key));
+		ctl_send(ctx, 1, &c);
+		while (share != LEN && time(NULL) < deadline)
+			T_OK(coop_xfer_split(ctx, 1, LEN, &share));
+		T_ASSERT(share == LEN, "peer copying: share %zu of %u", share,
+			 LEN);
+		T_OK(coop_send(ctx, &c.count, sizeof(c.count), 1, 2, COMM, 0));
+		ctl_recv(ctx, 1, &c);
+		T_OK(coop_xfer_split(ctx, 1, LEN, &share));
+		T_ASSERT(share < LEN, "peer stopped: share %zu", share);
+		T_OK(coop_mem_dereg(ctx, &c.key));
 	}
 	free(buf);
 	return 0;
@@ -827,6 +873,7 @@ static const struct {
 	{ single_rank, &put },
 	{ cooperative_rank, &writer_present },
 	{ cooperative_rank, &writer_absent },
+	{ busy_peer_rank, NULL },
 	{ args_rank, NULL },
 };
 
