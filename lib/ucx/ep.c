@@ -125,6 +125,8 @@ static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 	op->slot = comp ? COOP_XFER_NO_SLOT : p->slot;	/* help: DONE due */
 	if (ep)
 		ep->outstanding++;
+	op->cpu_copy = comp && !(p->flags & COOP_XFER_ENGINE);
+	md->own_ops += op->cpu_copy;
 	ucs_list_add_tail(&md->ops, &op->list);
 	return UCS_INPROGRESS;
 }
@@ -176,7 +178,8 @@ static void xfer_params(coop_xfer_params_t *p, const uct_coop_ep_t *ep,
 /*
  * A work slot for a GET of p->len bytes split at the COOP-load share,
  * and the writer asked to help: p->slot set; nothing when the message is
- * small, our buffer is not ours to offer, or no slot is free.
+ * small, our buffer is not ours to offer, the writer copies for itself
+ * (the share is all of it) or no slot is free.
  */
 static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
 		     const uct_iov_t *iov)
@@ -189,7 +192,8 @@ static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
 	size_t share;
 
 	if (p->len < iface->coop_min || m == UCT_MEM_HANDLE_NULL ||
-	    !m->length || coop_xfer_split(ctx, p->peer, p->len, &share))
+	    !m->length || coop_xfer_split(ctx, p->peer, p->len, &share) ||
+	    share >= p->len)
 		return;
 	if (coop_xfer_slot_alloc(ctx, p->peer, p->len, share, &h.slot))
 		return;
@@ -335,7 +339,12 @@ ucs_status_t uct_coop_iface_fence(uct_iface_h tl_iface, unsigned flags)
 
 /* ---------------- help, completion ---------------- */
 
-/* The writer's part of a peer's cooperative GET. */
+/*
+ * The writer's part of a peer's cooperative GET.  A writer with copies of
+ * its own in flight (both ranks sending at once: an exchange, a ring)
+ * has no idle CPU to give: it declines at once, and the reader copies
+ * all of it, as a single-copy transport would.
+ */
 static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
 {
 	uct_coop_memh_t *m = uct_coop_md_find_reg(md, h->src_cookie,
@@ -348,7 +357,8 @@ static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
 	};
 	struct coop_help done = { .type = UCT_COOP_MSG_DONE, .slot = h->slot };
 
-	if (m) {	/* only from a region of ours, as its rkey named it */
+	if (m && !md->own_ops) {	/* only from a region of ours, as its
+					 * rkey named it */
 		p.local = (char *)m->addr + h->src_off;
 		if (start_op(md, NULL, &p, NULL) == UCS_INPROGRESS)
 			return;	/* DONE when the job ends */
@@ -397,6 +407,7 @@ static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 		UCS_ERR_CONNECTION_RESET : err ? UCS_ERR_IO_ERROR : UCS_OK;
 
 	ucs_list_del(&op->list);
+	md->own_ops -= op->cpu_copy;
 	if (!op->comp)		/* our help: the reader may reuse its slot */
 		coop_msg_send(md->ctx, op->peer, &done, sizeof(done));
 	if (err)
