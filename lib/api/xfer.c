@@ -253,7 +253,7 @@ static int xfer_split_locked(coop_context_t *ctx, int peer, size_t len,
 		return rc;
 	if (!share)
 		return COOP_ERR_ARG;
-	if (coop_load_peer_copying(ctx, peer)) {
+	if (coop_load_peer_copying(ctx, peer, now)) {
 		*share = len;	/* it has no CPU to lend: we copy it all */
 		return COOP_SUCCESS;
 	}

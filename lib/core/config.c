@@ -142,6 +142,11 @@ static const struct cfg_entry table[] = {
 	  "COOP-load: milliseconds in which a rank's recent copy bytes halve "
 	  "(its load = pending copy bytes + that history); 0: pending bytes "
 	  "only" },
+	{ "COOP_LOAD_BUSY", CFG_MS, FIELD(load_busy_ns), "1", 0, 3600000,
+	  NULL, 0,
+	  "COOP-p2p: a rank that copied for transfers of its own within this "
+	  "many milliseconds (both ranks receiving: an exchange) is not asked "
+	  "to help with a peer's read; 0: only while it copies" },
 	{ "COOP_OFFLOAD", CFG_ENUM, FIELD(offload), "0", 0, 0, bool_words, 0,
 	  "1: auto mode gives rendezvous messages to the offload engine (as "
 	  "dma) when the provider has one: overlap before bandwidth" },

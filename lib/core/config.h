@@ -47,6 +47,7 @@ struct coop_config {
 	size_t coop_min;	/* COOP_COOP_MIN */
 	size_t chunk;		/* COOP_CHUNK */
 	uint64_t load_history_ns;	/* COOP_LOAD_HISTORY (given in ms) */
+	uint64_t load_busy_ns;	/* COOP_LOAD_BUSY (given in ms) */
 	int rndv;		/* COOP_RNDV: enum coop_rndv_mode */
 	int cma_off;		/* COOP_CMA=off */
 	int offload;		/* COOP_OFFLOAD */

@@ -593,7 +593,7 @@ COOP_HIDDEN uint64_t coop_load_clamp_split(uint64_t x, uint64_t n);
 /* Add bytes (may be negative) to rank's pending copy load. */
 COOP_HIDDEN void coop_load_own_copies(struct coop_context *ctx, int delta);
 COOP_HIDDEN int coop_load_peer_copying(const struct coop_context *ctx,
-				       int rank);
+				       int rank, uint64_t now);
 COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
 				     int64_t bytes);
 /* COOP-load's rule: the receiver's share of n bytes that levels the

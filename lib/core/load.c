@@ -92,19 +92,32 @@ uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)
  * for itself would only interleave the two on its CPU: in an exchange,
  * where both ranks receive at once, the second copier adds handshakes
  * and finer chunks but no CPU, and each side had best copy its own.
+ * Its copies start a little apart from the reader's decision (whose RTS
+ * arrives first), so a rank that copied for itself within COOP_LOAD_BUSY
+ * counts as busy too; one that only sends, as a streaming sender, never.
  */
 void coop_load_own_copies(struct coop_context *ctx, int delta)
 {
-	if (ctx->seg.hdr)
-		__atomic_fetch_add(&ctx->seg.hdr->own_copies, (uint64_t)delta,
-				   __ATOMIC_RELAXED);
+	struct coop_seg_hdr *h = ctx->seg.hdr;
+
+	if (!h)
+		return;
+	__atomic_fetch_add(&h->own_copies, (uint64_t)delta, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->own_ns, coop_now_ns(), __ATOMIC_RELAXED);
 }
 
-int coop_load_peer_copying(const struct coop_context *ctx, int rank)
+int coop_load_peer_copying(const struct coop_context *ctx, int rank,
+			   uint64_t now)
 {
 	const struct coop_seg_hdr *h = ctx->peers[rank].seg.hdr;
+	uint64_t t;
 
-	return h && __atomic_load_n(&h->own_copies, __ATOMIC_RELAXED);
+	if (!h)
+		return 0;
+	if (__atomic_load_n(&h->own_copies, __ATOMIC_RELAXED))
+		return 1;
+	t = __atomic_load_n(&h->own_ns, __ATOMIC_RELAXED);
+	return t && now - t < ctx->cfg.load_busy_ns;
 }
 
 void coop_load_precharge(struct coop_context *ctx, int rank, int64_t bytes)
