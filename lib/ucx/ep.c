@@ -420,22 +420,50 @@ static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 	free(op);
 }
 
+/* How many of the oldest ops one progress call looks at. */
+#define UCT_COOP_TEST_BATCH 64
+
+/*
+ * The ops that ended, among the oldest UCT_COOP_TEST_BATCH, completed;
+ * one step of libcoopmpi's progress (a chunk copied, the mailbox
+ * looked at) only when none had ended.  Testing each op with coop_test
+ * would run a step, and copy a chunk, per op in flight: with many reads
+ * outstanding (a window of both ranks' messages) one call copied them
+ * all while the caller's other transports waited - Open MPI's ob1,
+ * whose vader carries the headers and FINs of those reads.
+ */
+static unsigned ops_done(uct_coop_md_t *md)
+{
+	coop_request_t *reqs[UCT_COOP_TEST_BATCH];
+	uct_coop_op_t *ops[UCT_COOP_TEST_BATCH], *op;
+	coop_status_t st[UCT_COOP_TEST_BATCH];
+	int idx[UCT_COOP_TEST_BATCH], count = 0, ended = 0, rc, i;
+
+	ucs_list_for_each(op, &md->ops, list) {
+		if (count == UCT_COOP_TEST_BATCH)
+			break;
+		ops[count] = op;
+		reqs[count++] = op->req;
+	}
+	if (!count)	/* coop_testsome would say -1: none active */
+		return 0;
+	/* COOP_ERR_IN_STATUS: some ended with an error, in st[] */
+	rc = coop_testsome(count, reqs, &ended, idx, st);
+	if (rc != COOP_SUCCESS && rc != COOP_ERR_IN_STATUS)
+		return 0;
+	for (i = 0; i < ended; i++) {
+		ops[idx[i]]->req = reqs[idx[i]];	/* freed: NULL */
+		op_done(md, ops[idx[i]], st[i].error);
+	}
+	return ended > 0 ? (unsigned)ended : 0;
+}
+
 unsigned uct_coop_md_progress(uct_coop_md_t *md)
 {
-	unsigned nmsgs = md->nmsgs;
-	uct_coop_op_t *op, *tmp;
-	coop_status_t st;
-	unsigned n;
-	int flag;
+	unsigned nmsgs = md->nmsgs, n;
 
-	coop_progress(md->ctx);
-	n = md->nmsgs - nmsgs;	/* UCP sleeps when progress says 0 */
-	ucs_list_for_each_safe(op, tmp, &md->ops, list) {
-		coop_test(&op->req, &flag, &st);
-		if (!flag)
-			continue;
-		op_done(md, op, st.error);
-		n++;
-	}
-	return n;
+	if (ucs_list_is_empty(&md->ops))
+		coop_progress(md->ctx);
+	n = ops_done(md);
+	return n + md->nmsgs - nmsgs;	/* UCP sleeps when progress says 0 */
 }
