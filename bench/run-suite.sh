@@ -159,7 +159,9 @@ have_coop_ucx=0
 # ranged KIND NAME CSV SERIES COLS CMD...: one step per size range (S 1 B
 # .. 64 KiB, M 128 KiB .. 1 MiB, L 2 .. 16 MiB), each with the iteration
 # count and repeats of KIND (lat, bw, bibw, mbw; exch: mpi_peer's ring and
-# alltoall, one exchange an iteration) for that range appended
+# alltoall, one exchange an iteration; exch4: the same with 4 ranks, which
+# on fewer CPUs wait for the scheduler at every exchange) for that range
+# appended
 # as "-i N -r R sizes" (ucx: "N sizes"), so that every series of a chart
 # gets the very same iterations.  Round: $cur_round.
 ranged() {
@@ -179,6 +181,9 @@ ranged() {
 		exch-S) it=1000 ;;
 		exch-M) it=200 ;;
 		exch-L) it=40 ;;
+		exch4-S) it=40 ;;
+		exch4-M) it=20 ;;
+		exch4-L) it=10 ;;
 		*-S) it=20 ;;
 		*-M) it=4 ;;
 		bw-L) it=1 ;;
@@ -351,7 +356,7 @@ plan_full_exchange() {
 			ranged bibw "bibw-$series" bibw "$series" 1 "$runner" -t bibw
 		for t in ring alltoall; do
 			ranged exch "$t-$series" "$t" "$series" 1 "$runner" -t "$t"
-			ranged exch "$t-n4-$series" "${t}_n4" "$series" 1 np4 "$runner" -t "$t"
+			ranged exch4 "$t-n4-$series" "${t}_n4" "$series" 1 np4 "$runner" -t "$t"
 		done
 	done < <(exchange_peers)
 }
