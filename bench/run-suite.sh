@@ -9,12 +9,14 @@
 #          (COOP_PROGRESS manual, thread, thread-sleep; the threads on their
 #          rank's CPU and on the other rank's) the overlap at 1, 4 and
 #          16 MiB, seed 002's origin/target test at 4 MiB, and the 8 B
-#          latency with a progress thread; then the kmod provider and
-#          the driver's DMA channel in the QEMU VM (emulated: ratios only).
-#          Writes bench/results/full/: one CSV per benchmark, summary.md,
-#          latency.png, bw.png, bibw.png, overlap.png.  ~7 min on 2 quiet
-#          cores (3 interleaved rounds + 2 VM boots).
-#   quick  (make bench-quick) the headline numbers in < 90 s: the runs
+#          latency with a progress thread; the exchanges (bibw, ring,
+#          alltoall; 2 and 4 ranks) of each MPI against the same through
+#          coop; then the kmod provider and the driver's DMA channel in
+#          the QEMU VM (emulated: ratios only).  Writes
+#          bench/results/full/: one CSV per benchmark, summary.md,
+#          latency.png, bw.png, bibw.png, overlap.png.  ~11 min on 2
+#          quiet cores (3 interleaved rounds + 2 VM boots).
+#   quick  (make bench-quick) the headline numbers in ~3-4 min: the runs
 #          behind each ratio are interleaved, round after round, and every
 #          ratio is the median of its per-round ratios, so drift of the
 #          machine cancels.  Ends with key=value lines on stdout.
