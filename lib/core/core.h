@@ -88,7 +88,6 @@ struct coop_job {
 	uint8_t help_only;	/* COOP: our range is empty (assisted RGET or
 				 * RPUT): we take chunks only when idle */
 	uint8_t copying;	/* a thread copies a chunk of it, unlocked */
-	uint8_t own;		/* counted in our segment's own_copies */
 	uint8_t end_deferred;	/* its request ended meanwhile: completes
 				 * when that copy is over */
 	int peer;
@@ -590,10 +589,12 @@ COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
  * side keeps a range worth a copier of its own. */
 #define COOP_LOAD_SPLIT_PARTS 8
 COOP_HIDDEN uint64_t coop_load_clamp_split(uint64_t x, uint64_t n);
-/* Add bytes (may be negative) to rank's pending copy load. */
+/* Our copies of our own transfers in flight (delta +1/-1); whether
+ * rank copies for itself now or did within COOP_LOAD_BUSY. */
 COOP_HIDDEN void coop_load_own_copies(struct coop_context *ctx, int delta);
 COOP_HIDDEN int coop_load_peer_copying(const struct coop_context *ctx,
 				       int rank, uint64_t now);
+/* Add bytes (may be negative) to rank's pending copy load. */
 COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
 				     int64_t bytes);
 /* COOP-load's rule: the receiver's share of n bytes that levels the

@@ -54,6 +54,13 @@ uint64_t coop_job_coop_chunk(const struct coop_context *ctx, uint64_t len)
 	return COOP_MIN(COOP_MAX(c, floor), (uint64_t)ctx->cfg.chunk);
 }
 
+/* A copy for a transfer of our own, not the writer's part of a peer's
+ * cooperative read (core/load.c: own copies). */
+static int job_is_own(const struct coop_job *j)
+{
+	return !j->shared || !j->side;
+}
+
 /* Our expected share of the bytes: what we charge to our pending load. */
 static uint64_t job_share(const struct coop_job *j)
 {
@@ -83,8 +90,7 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	j->chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
 	j->charge = job_share(j);
 	j->help_only = a->shared && !j->charge;
-	j->own = !j->shared || !j->side;
-	if (j->own)
+	if (job_is_own(j))
 		coop_load_own_copies(ctx, 1);
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &j->link);
@@ -127,7 +133,7 @@ static void job_unqueue(struct coop_job *j)
 	if (j->shared && j->own_slot >= 0)	/* our use of our slot ends */
 		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
 	job_discharge(ctx, j, j->charge);
-	if (j->own)
+	if (job_is_own(j))
 		coop_load_own_copies(ctx, -1);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);

@@ -102,8 +102,10 @@ void coop_load_own_copies(struct coop_context *ctx, int delta)
 
 	if (!h)
 		return;
-	__atomic_fetch_add(&h->own_copies, (uint64_t)delta, __ATOMIC_RELAXED);
-	__atomic_store_n(&h->own_ns, coop_now_ns(), __ATOMIC_RELAXED);
+	/* the time matters only once none is left: read the clock then */
+	if (!__atomic_add_fetch(&h->own_copies, (uint64_t)delta,
+				__ATOMIC_RELAXED))
+		__atomic_store_n(&h->own_ns, coop_now_ns(), __ATOMIC_RELAXED);
 }
 
 int coop_load_peer_copying(const struct coop_context *ctx, int rank,
