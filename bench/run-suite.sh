@@ -408,7 +408,8 @@ plan_quick() {
 # default and the same through coop (wrapper default), appended to its
 # names and lines
 plan_quick_exchange() {
-	local z="65536,262144,1048576,4194304,16777216" series runner t opts
+	# the sizes of the keys (bench/lib/report.sh), comma-separated
+	local z=${exchange_sizes// /,} series runner t opts
 	while read -r series runner; do
 		[[ $series == *-pml ]] && continue
 		for t in bibw ring; do
