@@ -184,6 +184,18 @@ COOP_API int coop_xfer_split(coop_context_t *ctx, int peer, size_t len,
 			     size_t *share);
 
 /*
+ * coop_xfer_busy - does rank (this one or a peer) copy for transfers of
+ * its own - its reads, its single-sided writes, not the help it gives -
+ * or did within COOP_LOAD_BUSY: *busy 1 or 0.  The test coop_xfer_split
+ * makes of the writer; a writer asked to help (its PUT on the reader's
+ * slot) while it is busy may decline, and the reader copies all of it.
+ * Never blocks.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (busy NULL), COOP_ERR_RANK,
+ * COOP_ERR_STATE.
+ */
+COOP_API int coop_xfer_busy(coop_context_t *ctx, int rank, int *busy);
+
+/*
  * Control messages through the context's mailbox rings: up to
  * COOP_MSG_MAX bytes, in order per pair of ranks, delivered to the
  * receiver's handler during its progress (any completion call or

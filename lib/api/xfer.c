@@ -243,6 +243,23 @@ int coop_xfer_slot_release(coop_context_t *ctx, int peer, uint32_t slot)
 	COOP_LOCKED(ctx, xfer_slot_release_locked(ctx, peer, slot));
 }
 
+static int xfer_busy_locked(coop_context_t *ctx, int rank, int *busy)
+{
+	int rc = coop_xfer_check_peer(ctx, rank);
+
+	if (rc)
+		return rc;
+	if (!busy)
+		return COOP_ERR_ARG;
+	*busy = coop_load_peer_copying(ctx, rank, coop_now_ns());
+	return COOP_SUCCESS;
+}
+
+int coop_xfer_busy(coop_context_t *ctx, int rank, int *busy)
+{
+	COOP_LOCKED(ctx, xfer_busy_locked(ctx, rank, busy));
+}
+
 static int xfer_split_locked(coop_context_t *ctx, int peer, size_t len,
 			     size_t *share)
 {

@@ -51,7 +51,6 @@ typedef struct uct_coop_op {
 	struct uct_coop_ep *ep;	/* NULL: helping, or the ep is gone */
 	int peer;
 	uint32_t slot;		/* helping: the peer's work slot */
-	int cpu_copy;		/* ours, our CPU copying: in md->own_ops */
 } uct_coop_op_t;
 
 /* Interfaces of one md share its endpoint; messages name theirs. */
@@ -67,7 +66,6 @@ typedef struct uct_coop_md {
 	ucs_list_link_t regs;
 	unsigned nunused;	/* cached registrations without refs */
 	ucs_list_link_t ops;
-	unsigned own_ops;	/* of ops, those our CPU copies for UCP */
 	struct uct_coop_iface *ifaces[UCT_COOP_MAX_IFACES];
 	struct uct_coop_iface *progressing;	/* whose progress runs now */
 	unsigned nmsgs;		/* messages and peer events handled: what

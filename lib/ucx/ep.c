@@ -125,8 +125,6 @@ static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 	op->slot = comp ? COOP_XFER_NO_SLOT : p->slot;	/* help: DONE due */
 	if (ep)
 		ep->outstanding++;
-	op->cpu_copy = comp && !(p->flags & COOP_XFER_ENGINE);
-	md->own_ops += op->cpu_copy;
 	ucs_list_add_tail(&md->ops, &op->list);
 	return UCS_INPROGRESS;
 }
@@ -339,11 +337,21 @@ ucs_status_t uct_coop_iface_fence(uct_iface_h tl_iface, unsigned flags)
 
 /* ---------------- help, completion ---------------- */
 
+/* Do we copy for transfers of our own (libcoopmpi's count), or did just
+ * before?  When it cannot be told: yes, so that no help is given. */
+static int md_busy(uct_coop_md_t *md)
+{
+	int rank, busy;
+
+	return coop_rank(md->ctx, &rank) ||
+	       coop_xfer_busy(md->ctx, rank, &busy) || busy;
+}
+
 /*
  * The writer's part of a peer's cooperative GET.  A writer with copies of
- * its own in flight (both ranks sending at once: an exchange, a ring)
- * has no idle CPU to give: it declines at once, and the reader copies
- * all of it, as a single-copy transport would.
+ * its own in flight or just done (both ranks sending at once: an
+ * exchange, a ring) has no idle CPU to give: it declines at once, and the
+ * reader copies all of it, as a single-copy transport would.
  */
 static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
 {
@@ -357,7 +365,7 @@ static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
 	};
 	struct coop_help done = { .type = UCT_COOP_MSG_DONE, .slot = h->slot };
 
-	if (m && !md->own_ops) {	/* only from a region of ours, as its
+	if (m && !md_busy(md)) {	/* only from a region of ours, as its
 					 * rkey named it */
 		p.local = (char *)m->addr + h->src_off;
 		if (start_op(md, NULL, &p, NULL) == UCS_INPROGRESS)
@@ -407,7 +415,6 @@ static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 		UCS_ERR_CONNECTION_RESET : err ? UCS_ERR_IO_ERROR : UCS_OK;
 
 	ucs_list_del(&op->list);
-	md->own_ops -= op->cpu_copy;
 	if (!op->comp)		/* our help: the reader may reuse its slot */
 		coop_msg_send(md->ctx, op->peer, &done, sizeof(done));
 	if (err)

@@ -157,8 +157,9 @@ static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
 /*
  * A peer that copies for itself has no CPU to lend: while rank 1 keeps a
  * GET job of its own in flight (it starts one after another until rank 0
- * says it has seen it), rank 0's split is the whole message; once rank 1
- * stopped (and COOP_LOAD_BUSY passed), rank 0 is back to sharing.
+ * says it has seen it), rank 0's split is the whole message and
+ * coop_xfer_busy says so (and not of rank 0); once rank 1 stopped (and
+ * COOP_LOAD_BUSY passed), rank 0 is back to sharing, rank 1 not busy.
  */
 static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
@@ -167,7 +168,7 @@ static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	coop_request_t *seen;
 	size_t share = 0;
 	time_t deadline = time(NULL) + 30;
-	int flag = 0;
+	int flag = 0, busy = -1;
 
 	(void)size;
 	(void)arg;
@@ -188,12 +189,18 @@ static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 			T_OK(coop_xfer_split(ctx, 1, LEN, &share));
 		T_ASSERT(share == LEN, "peer copying: share %zu of %u", share,
 			 LEN);
+		T_OK(coop_xfer_busy(ctx, 1, &busy));
+		T_ASSERT(busy == 1, "peer copying: not busy");
+		T_OK(coop_xfer_busy(ctx, 0, &busy));
+		T_ASSERT(busy == 0, "we copy nothing: busy");
 		T_OK(coop_send(ctx, &c.count, sizeof(c.count), 1, 2, COMM, 0));
 		ctl_recv(ctx, 1, &c);
 		deadline = time(NULL) + 30;	/* and COOP_LOAD_BUSY passed */
 		while (share == LEN && time(NULL) < deadline)
 			T_OK(coop_xfer_split(ctx, 1, LEN, &share));
 		T_ASSERT(share < LEN, "peer stopped: share %zu", share);
+		T_OK(coop_xfer_busy(ctx, 1, &busy));
+		T_ASSERT(busy == 0, "peer stopped: busy");
 		T_OK(coop_mem_dereg(ctx, &c.key));
 	}
 	free(buf);
@@ -262,6 +269,7 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	coop_request_t *r;
 	uint32_t slot;
 	size_t share;
+	int busy;
 
 	(void)arg;
 	if (rank == 1) {
@@ -292,6 +300,13 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	T_ASSERT(coop_xfer_slot_release(ctx, 1, 7) == COOP_ERR_ARG,
 		 "release of a free slot");
 	T_ASSERT(coop_xfer_split(ctx, 1, 100, NULL) == COOP_ERR_ARG, "NULL");
+	T_ASSERT(coop_xfer_busy(ctx, 1, NULL) == COOP_ERR_ARG, "busy NULL");
+	T_ASSERT(coop_xfer_busy(ctx, 2, &busy) == COOP_ERR_RANK,
+		 "busy rank 2");
+	T_ASSERT(coop_xfer_busy(ctx, -1, &busy) == COOP_ERR_RANK,
+		 "busy rank -1");
+	T_ASSERT(coop_xfer_busy(NULL, 0, &busy) == COOP_ERR_ARG,
+		 "busy no ctx");
 	T_OK(coop_xfer_split(ctx, 1, 0, &share));
 	T_ASSERT(share == 0, "share of nothing");
 	/* a job of our own region (single-sided, with ourselves): it may
