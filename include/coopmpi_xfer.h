@@ -186,7 +186,8 @@ COOP_API int coop_xfer_split(coop_context_t *ctx, int peer, size_t len,
 /*
  * coop_xfer_busy - does rank (this one or a peer) copy for transfers of
  * its own - its reads, its single-sided writes, not the help it gives -
- * or did within COOP_LOAD_BUSY: *busy 1 or 0.  The test coop_xfer_split
+ * or is it in an exchange (within COOP_LOAD_BUSY of starting such a copy
+ * while the peer it copied with did too): *busy 1 or 0.  The test coop_xfer_split
  * makes of the writer; a writer asked to help (its PUT on the reader's
  * slot) while it is busy may decline, and the reader copies all of it.
  * Never blocks.

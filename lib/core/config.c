@@ -144,9 +144,10 @@ static const struct cfg_entry table[] = {
 	  "only" },
 	{ "COOP_LOAD_BUSY", CFG_MS, FIELD(load_busy_ns), "1", 0, 3600000,
 	  NULL, 0,
-	  "COOP-p2p: a rank that copied for transfers of its own within this "
-	  "many milliseconds (both ranks receiving: an exchange) is not asked "
-	  "to help with a peer's read; 0: only while it copies" },
+	  "COOP-p2p: a rank that started a copy of its own while its peer "
+	  "copied for itself too (both ranks receiving: an exchange) is not "
+	  "asked to help with a peer's read for this many milliseconds; 0: "
+	  "only while it copies" },
 	{ "COOP_OFFLOAD", CFG_ENUM, FIELD(offload), "0", 0, 0, bool_words, 0,
 	  "1: auto mode gives rendezvous messages to the offload engine (as "
 	  "dma) when the provider has one: overlap before bandwidth" },

@@ -589,9 +589,11 @@ COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
  * side keeps a range worth a copier of its own. */
 #define COOP_LOAD_SPLIT_PARTS 8
 COOP_HIDDEN uint64_t coop_load_clamp_split(uint64_t x, uint64_t n);
-/* Our copies of our own transfers in flight (delta +1/-1); whether
- * rank copies for itself now or did within COOP_LOAD_BUSY. */
-COOP_HIDDEN void coop_load_own_copies(struct coop_context *ctx, int delta);
+/* One of our copies for our own transfers, with peer's region, starts
+ * or ends; whether rank copies for itself now or is in an exchange
+ * (started one within COOP_LOAD_BUSY while its source did too). */
+COOP_HIDDEN void coop_load_own_copy_start(struct coop_context *ctx, int peer);
+COOP_HIDDEN void coop_load_own_copy_end(struct coop_context *ctx);
 COOP_HIDDEN int coop_load_peer_copying(const struct coop_context *ctx,
 				       int rank, uint64_t now);
 /* Add bytes (may be negative) to rank's pending copy load. */

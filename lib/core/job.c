@@ -91,7 +91,7 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	j->charge = job_share(j);
 	j->help_only = a->shared && !j->charge;
 	if (job_is_own(j))
-		coop_load_own_copies(ctx, 1);
+		coop_load_own_copy_start(ctx, j->peer);
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &j->link);
 	coop_async_kick(ctx);
@@ -134,7 +134,7 @@ static void job_unqueue(struct coop_job *j)
 		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
 	job_discharge(ctx, j, j->charge);
 	if (job_is_own(j))
-		coop_load_own_copies(ctx, -1);
+		coop_load_own_copy_end(ctx);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);
 		if (job_counts_totals(ctx, j))

@@ -92,33 +92,47 @@ uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)
  * for itself would only interleave the two on its CPU: in an exchange,
  * where both ranks receive at once, the second copier adds handshakes
  * and finer chunks but no CPU, and each side had best copy its own.
- * Its copies start a little apart from the reader's decision (whose RTS
- * arrives first), so a rank that copied for itself within COOP_LOAD_BUSY
- * counts as busy too; one that only sends, as a streaming sender, never.
+ * The reader decides on the RTS, often just before the writer's own copy
+ * starts; so a rank whose own copy started while the peer it reads from
+ * copied for itself (an exchange) counts as busy for COOP_LOAD_BUSY
+ * after.  A ping-pong never overlaps the two (its writer is idle and
+ * helps every time); a streaming sender copies nothing.
  */
-void coop_load_own_copies(struct coop_context *ctx, int delta)
+void coop_load_own_copy_start(struct coop_context *ctx, int peer)
 {
 	struct coop_seg_hdr *h = ctx->seg.hdr;
+	const struct coop_seg_hdr *p = NULL;
 
 	if (!h)
 		return;
-	/* the time matters only once none is left: read the clock then */
-	if (!__atomic_add_fetch(&h->own_copies, (uint64_t)delta,
-				__ATOMIC_RELAXED))
-		__atomic_store_n(&h->own_ns, coop_now_ns(), __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->own_copies, 1, __ATOMIC_RELAXED);
+	if (peer >= 0 && peer < ctx->size && peer != ctx->rank)
+		p = ctx->peers[peer].seg.hdr;
+	if (p && __atomic_load_n(&p->own_copies, __ATOMIC_RELAXED))
+		__atomic_store_n(&h->exchange_ns, coop_now_ns(),
+				 __ATOMIC_RELAXED);
+}
+
+void coop_load_own_copy_end(struct coop_context *ctx)
+{
+	struct coop_seg_hdr *h = ctx->seg.hdr;
+
+	if (h)
+		__atomic_sub_fetch(&h->own_copies, 1, __ATOMIC_RELAXED);
 }
 
 int coop_load_peer_copying(const struct coop_context *ctx, int rank,
 			   uint64_t now)
 {
-	const struct coop_seg_hdr *h = ctx->peers[rank].seg.hdr;
+	const struct coop_seg_hdr *h = rank == ctx->rank ?
+		ctx->seg.hdr : ctx->peers[rank].seg.hdr;
 	uint64_t t;
 
 	if (!h)
 		return 0;
 	if (__atomic_load_n(&h->own_copies, __ATOMIC_RELAXED))
 		return 1;
-	t = __atomic_load_n(&h->own_ns, __ATOMIC_RELAXED);
+	t = __atomic_load_n(&h->exchange_ns, __ATOMIC_RELAXED);
 	return t && now - t < ctx->cfg.load_busy_ns;
 }
 

@@ -16,7 +16,7 @@
 #include "shmseg.h"
 
 #define SEG_MAGIC 0x434d5347U	/* "CMSG" */
-#define SEG_VERSION 6
+#define SEG_VERSION 7
 #define PAGE 4096ULL
 /* bounds of a peer's segment geometry we accept */
 #define SEG_MAX_SLOTS 65536U

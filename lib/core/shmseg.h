@@ -55,11 +55,12 @@ struct coop_seg_hdr {
 	uint64_t hist_bytes;	/* decayed bytes copied, as of hist_ns */
 	uint64_t hist_ns;	/* CLOCK_MONOTONIC of the last update */
 	/* the owner's copy jobs in flight other than the writer's part of a
-	 * peer's cooperative read, and when that count last fell to 0:
-	 * while it has some, and shortly after, it has no idle CPU to lend
+	 * peer's cooperative read, and when one last started while the peer
+	 * it reads from copied for itself too (an exchange): while it has
+	 * some, and shortly after such a start, it has no idle CPU to lend
 	 * (core/load.c) */
 	uint64_t own_copies;
-	uint64_t own_ns;
+	uint64_t exchange_ns;
 	/* the CPUs the owner may run on (its affinity when it created the
 	 * segment): a node's ranks count the CPUs they share from these, as
 	 * a job confined to a cpuset has fewer than the node */

@@ -158,8 +158,9 @@ static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
  * A peer that copies for itself has no CPU to lend: while rank 1 keeps a
  * GET job of its own in flight (it starts one after another until rank 0
  * says it has seen it), rank 0's split is the whole message and
- * coop_xfer_busy says so (and not of rank 0); once rank 1 stopped (and
- * COOP_LOAD_BUSY passed), rank 0 is back to sharing, rank 1 not busy.
+ * coop_xfer_busy says so (and not of rank 0).  Rank 0 copied nothing
+ * meanwhile (a ping-pong's writer): once rank 1 stopped, rank 0 shares
+ * again at once, however long COOP_LOAD_BUSY (the case's hour).
  */
 static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
@@ -195,14 +196,66 @@ static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_ASSERT(busy == 0, "we copy nothing: busy");
 		T_OK(coop_send(ctx, &c.count, sizeof(c.count), 1, 2, COMM, 0));
 		ctl_recv(ctx, 1, &c);
-		deadline = time(NULL) + 30;	/* and COOP_LOAD_BUSY passed */
-		while (share == LEN && time(NULL) < deadline)
-			T_OK(coop_xfer_split(ctx, 1, LEN, &share));
+		T_OK(coop_xfer_split(ctx, 1, LEN, &share));
 		T_ASSERT(share < LEN, "peer stopped: share %zu", share);
 		T_OK(coop_xfer_busy(ctx, 1, &busy));
 		T_ASSERT(busy == 0, "peer stopped: busy");
 		T_OK(coop_mem_dereg(ctx, &c.key));
 	}
+	free(buf);
+	return 0;
+}
+
+/*
+ * An exchange: both ranks read each other's region at once, one job after
+ * another, until each has started a copy while the other copied for
+ * itself (coop_xfer_busy of itself, between its jobs) and heard the same
+ * of the other.  Then both are busy, to each other and to themselves,
+ * for COOP_LOAD_BUSY (an hour) after the last copy ended, and neither
+ * splits a read with the other.
+ */
+static int exchange_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	char *buf = malloc(LEN), *mine = malloc(LEN);
+	int peer = 1 - rank, flag = 0, busy = 0, seen = 0;
+	struct ctl c = { .slot = COOP_XFER_NO_SLOT }, theirs;
+	time_t deadline = time(NULL) + 30;
+	coop_request_t *heard;
+	size_t share = 0;
+
+	(void)size;
+	(void)arg;
+	t_fill(mine, LEN, 3 + rank);
+	T_OK(coop_mem_reg(ctx, mine, LEN, COOP_ACCESS_READ, &c.key));
+	ctl_send(ctx, peer, &c);
+	ctl_recv(ctx, peer, &theirs);
+	T_OK(coop_irecv(ctx, &c.count, sizeof(c.count), peer, 2, COMM, 0,
+			&heard));
+	while ((!flag || !seen) && time(NULL) < deadline) {
+		run_job(ctx, COOP_XFER_GET, peer, buf, &theirs.key, 0,
+			COOP_XFER_NO_SLOT);
+		T_OK(coop_xfer_busy(ctx, rank, &busy));
+		if (busy && !seen++)
+			T_OK(coop_send(ctx, &c.count, sizeof(c.count), peer,
+				       2, COMM, 0));
+		if (!flag)
+			T_OK(coop_test(&heard, &flag, NULL));
+	}
+	T_ASSERT(flag && seen, "no overlap seen in 30 s (%d, %d)", flag, seen);
+	T_ASSERT(t_check(buf, LEN, 3 + (uint32_t)peer) < 0,
+		 "data read from rank %d", peer);
+	ctl_send(ctx, peer, &c);	/* both stopped: no copy in flight */
+	ctl_recv(ctx, peer, &theirs);
+	T_OK(coop_xfer_busy(ctx, rank, &busy));
+	T_ASSERT(busy == 1, "after the exchange: we are not busy");
+	T_OK(coop_xfer_busy(ctx, peer, &busy));
+	T_ASSERT(busy == 1, "after the exchange: rank %d not busy", peer);
+	T_OK(coop_xfer_split(ctx, peer, LEN, &share));
+	T_ASSERT(share == LEN, "after the exchange: share %zu", share);
+	ctl_send(ctx, peer, &c);	/* both checked: regions may go */
+	ctl_recv(ctx, peer, &theirs);
+	T_OK(coop_mem_dereg(ctx, &c.key));
+	free(mine);
 	free(buf);
 	return 0;
 }
@@ -881,17 +934,22 @@ END_TEST
 static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
 static const int writer_present = 0, writer_absent = 1;
 
-/* Each case: two ranks running fn(arg). */
+static const char *const env_busy_hour[] = { "COOP_LOAD_BUSY=3600000",
+					      NULL };
+
+/* Each case: two ranks running fn(arg), with env. */
 static const struct {
 	rank_fn fn;
 	const void *arg;
+	const char *const *env;
 } cases[] = {
-	{ single_rank, &get },
-	{ single_rank, &put },
-	{ cooperative_rank, &writer_present },
-	{ cooperative_rank, &writer_absent },
-	{ busy_peer_rank, NULL },
-	{ args_rank, NULL },
+	{ single_rank, &get, NULL },
+	{ single_rank, &put, NULL },
+	{ cooperative_rank, &writer_present, NULL },
+	{ cooperative_rank, &writer_absent, NULL },
+	{ busy_peer_rank, NULL, env_busy_hour },
+	{ exchange_rank, NULL, env_busy_hour },
+	{ args_rank, NULL, NULL },
 };
 
 /* Each case: three ranks running fn, the dynamic domain their own. */
@@ -908,7 +966,7 @@ static const struct {
 
 START_TEST(test_xfer)
 {
-	ck_assert_int_eq(run_ranks(2, NULL, cases[_i].fn,
+	ck_assert_int_eq(run_ranks(2, cases[_i].env, cases[_i].fn,
 				   (void *)cases[_i].arg, 60, NULL), 0);
 }
 END_TEST
