@@ -2,8 +2,9 @@
 # layer-check.sh - fail when a lower layer of libcoopmpi references a symbol
 # defined by a higher layer.
 #
-# lib/ is split into layer folders, lowest first (providers, core, protocols,
-# mpi, api); calls may only go downward or stay within a folder.  The compiler
+# lib/ is split into layer folders, lowest first (base, providers, core,
+# protocols, mpi, coll, api); calls may only go downward or stay within a
+# folder.  The compiler
 # cannot enforce that, but the object files record it: every symbol an object
 # defines and every symbol it needs from elsewhere.  So:
 #   1. map each symbol to the object (and layer) defining it: `nm -g
@@ -19,7 +20,8 @@
 #   OBJDIR  object tree with one folder per layer, objects in OBJDIR/<layer>/*.o
 #           (default: $LAYER_CHECK_OBJDIR, else lib/obj of this repository)
 #   LAYER   layer folders, lowest first
-#           (default: $LAYER_CHECK_LAYERS, else "providers core protocols mpi api")
+#           (default: $LAYER_CHECK_LAYERS, else lib/Makefile's LAYERS:
+#           "base providers core protocols mpi coll api")
 # exit: 0 clean, 1 upward references found, 2 usage/tree error.
 set -euo pipefail
 
@@ -37,7 +39,7 @@ shift $(($# > 0 ? 1 : 0))
 if (($# > 0)); then
 	layers=("$@")
 else
-	read -ra layers <<<"${LAYER_CHECK_LAYERS:-providers core protocols mpi api}"
+	read -ra layers <<<"${LAYER_CHECK_LAYERS:-base providers core protocols mpi coll api}"
 fi
 
 [[ -d $objdir ]] || die "object directory '$objdir' not found (build the library first)"

@@ -86,6 +86,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "atomic.h"
 #include "coll.h"
 
 struct slot_hdr {
@@ -118,7 +119,6 @@ _Static_assert(SLOT_ENTRIES >= SLOT_BUFS_OPEN + 64 / SLOT_ENTRY,
 #define TRAILER_LEN	((1ull << 48) - 1)	/* its bytes (an entry's 0:
 						 * lost) */
 _Static_assert(COOP_NBR_CANARY >> 63, "a trailer is never the canary");
-#define LOAD_ACQ(p)	__atomic_load_n((p), __ATOMIC_ACQUIRE)
 
 static struct slot_hdr *slot_of(const struct nbr_plan *p, uint32_t x)
 {

@@ -3,16 +3,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include "atomic.h"
 #include "fbox.h"
 #include "util.h"
 
 _Static_assert(offsetof(struct coop_fbox_seg, claimed) == 64 &&
 	       sizeof(struct coop_fbox_seg) <= COOP_FBOX_BOXES_OFF,
 	       "fast box header lines");
-
-#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 static unsigned char *box_at(struct coop_fbox_seg *seg, uint32_t rank)
 {

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "atomic.h"
 #include "ring.h"
 
 /* each side's words on lines of their own (coopmpi_uapi.h) */
@@ -11,11 +12,6 @@ _Static_assert(offsetof(struct coopmpi_ring_hdr, wake_requested) < 64 &&
 	       offsetof(struct coopmpi_ring_hdr, tail) == 64 &&
 	       offsetof(struct coopmpi_ring_hdr, head) == 128 &&
 	       sizeof(struct coopmpi_ring_hdr) == 192, "ring header lines");
-
-#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 int coop_ring_attach(struct coop_ring *r, void *mem, uint64_t ring_bytes)
 {

@@ -99,7 +99,7 @@ expect $? "empty layer: exit 2 with a message (got $rc)"
 #    objects plus one core file calling an MPI-layer function fail.
 lib_obj=$here/../../lib/obj
 if [[ -d $lib_obj/core ]]; then
-	layers=(providers core protocols mpi api)
+	layers=(base providers core protocols mpi coll api)
 	run lib "$lib_obj" "${layers[@]}"
 	expect "$rc" "lib/obj: exit 0 (got $rc)"
 	cp -r "$lib_obj" "$tmp/lib"
