@@ -30,6 +30,7 @@ struct coop_coll_state {
 	struct dlist ready;	/* instances with queued vertices */
 	struct dlist polling;	/* instances with slot vertices waiting */
 	unsigned running;	/* instances started, not finished */
+	int up;			/* the progress upcall, on while running */
 	uint64_t topos;		/* topologies created (their ids) */
 };
 

@@ -786,7 +786,7 @@ static void finish(struct nbr_inst *in)
 	struct coop_context *ctx = in->t->ctx;
 
 	if (in->running && !--ctx->coll->running)
-		coop_upcall_set(ctx, COOP_UP_COLL, NULL, NULL);
+		coop_up_switch(ctx, ctx->coll->up, 0);
 	in->running = 0;
 	if (in->err)
 		coop_req_set_error(in->req, in->err);
@@ -848,8 +848,7 @@ static void run_begin(struct nbr_inst *in)
 
 	in->running = 1;
 	if (!ctx->coll->running++)
-		coop_upcall_set(ctx, COOP_UP_COLL, coll_progress,
-				slots_waiting);
+		coop_up_switch(ctx, ctx->coll->up, 1);
 }
 
 /* ---------------- instances and their requests ---------------- */
@@ -1021,11 +1020,19 @@ int coop_coll_layer_init(struct coop_context *ctx)
 		return COOP_ERR_NOMEM;
 	dlist_init(&ctx->coll->ready);
 	dlist_init(&ctx->coll->polling);
+	ctx->coll->up = coop_up_register(ctx, coll_progress, slots_waiting);
+	if (ctx->coll->up < 0) {
+		free(ctx->coll);
+		ctx->coll = NULL;
+		return COOP_ERR_NOMEM;
+	}
 	return COOP_SUCCESS;
 }
 
 void coop_coll_layer_fini(struct coop_context *ctx)
 {
+	if (ctx->coll)
+		coop_up_switch(ctx, ctx->coll->up, 0);
 	free(ctx->coll);
 	ctx->coll = NULL;
 }

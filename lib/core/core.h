@@ -279,6 +279,23 @@ typedef void (*coop_am_handler_t)(struct coop_context *ctx,
 COOP_HIDDEN void coop_am_register(struct coop_context *ctx, uint8_t type,
 				  coop_am_handler_t h);
 
+/*
+ * More progress from a layer above while it has work (the offload
+ * engine's completions and notifications, the collectives' schedules):
+ * registered once, then switched on and off.  While on, every progress
+ * step calls progress (events handled), and blocked callers sleep at
+ * most 1 ms at a time when silent (NULL: never) says it has work that
+ * ends without a message to us.
+ */
+#define COOP_UP_MAX 4
+typedef int (*coop_up_progress_cb)(struct coop_context *ctx);
+typedef int (*coop_up_silent_cb)(const struct coop_context *ctx);
+/* Its handle (>= 0, off), or -1: COOP_UP_MAX are registered. */
+COOP_HIDDEN int coop_up_register(struct coop_context *ctx,
+				 coop_up_progress_cb progress,
+				 coop_up_silent_cb silent);
+COOP_HIDDEN void coop_up_switch(struct coop_context *ctx, int handle, int on);
+
 typedef void (*coop_peer_gone_cb)(struct coop_context *ctx, int peer);
 #define COOP_PEER_GONE_MAX 4
 /* cb runs when a peer died or finalized, before the requests that
@@ -286,29 +303,21 @@ typedef void (*coop_peer_gone_cb)(struct coop_context *ctx, int peer);
 COOP_HIDDEN void coop_on_peer_gone(struct coop_context *ctx,
 				   coop_peer_gone_cb cb);
 
-/* Calls of the core into the layers above (NULL: none). */
-enum coop_up_slot { COOP_UP_DMA, COOP_UP_COLL, COOP_UP_SLOTS };
+struct coop_up_source {
+	coop_up_progress_cb progress;
+	coop_up_silent_cb silent_work;
+	int on;
+};
 
+/* Calls of the core into the layers above (NULL: none). */
 struct coop_upcalls {
 	/* r leaves the higher layer's queue it is on (r->link): it failed,
 	 * or a FIN completed it before it matched.  NULL: plain unlinking. */
 	void (*unlink)(struct coop_request *r);
-	/* Per slot (enum coop_up_slot), set while that layer has work:
-	 * more progress, run by every progress step (the offload engine's
-	 * completions and notifications, the collectives' schedules):
-	 * events handled; and whether it has work that ends without a
-	 * message to us (blocked callers then sleep at most 1 ms at a
-	 * time; NULL: none). */
-	int (*progress[COOP_UP_SLOTS])(struct coop_context *ctx);
-	int (*silent_work[COOP_UP_SLOTS])(const struct coop_context *ctx);
-	unsigned nprogress;	/* slots set */
+	struct coop_up_source src[COOP_UP_MAX];	/* coop_up_register */
+	unsigned nsrc;		/* registered */
+	unsigned non;		/* of those, on */
 };
-
-/* Set (progress non-NULL) or clear slot's upcalls. */
-COOP_HIDDEN void coop_upcall_set(struct coop_context *ctx,
-				 enum coop_up_slot slot,
-				 int (*progress)(struct coop_context *ctx),
-				 int (*silent)(const struct coop_context *ctx));
 
 /* ---------------- the context ---------------- */
 

@@ -352,26 +352,40 @@ static void idle_poll(struct coop_context *ctx)
 static inline int progress_idle(const struct coop_context *ctx)
 {
 	return !(ctx->event_armed | ctx->deaths | ctx->nbacklogged) &&
-	       dlist_empty(&ctx->jobs) && !ctx->up.nprogress &&
+	       dlist_empty(&ctx->jobs) && !ctx->up.non &&
 	       !coop_provider_msg_ready(&ctx->prov);
 }
 
-void coop_upcall_set(struct coop_context *ctx, enum coop_up_slot slot,
-		     int (*progress)(struct coop_context *ctx),
-		     int (*silent)(const struct coop_context *ctx))
+int coop_up_register(struct coop_context *ctx, coop_up_progress_cb progress,
+		     coop_up_silent_cb silent)
 {
-	ctx->up.nprogress += !ctx->up.progress[slot] - !progress;
-	ctx->up.progress[slot] = progress;
-	ctx->up.silent_work[slot] = progress ? silent : NULL;
+	struct coop_up_source *src;
+
+	if (ctx->up.nsrc == COOP_UP_MAX)
+		return -1;
+	src = &ctx->up.src[ctx->up.nsrc];
+	src->progress = progress;
+	src->silent_work = silent;
+	src->on = 0;
+	return (int)ctx->up.nsrc++;
+}
+
+void coop_up_switch(struct coop_context *ctx, int handle, int on)
+{
+	struct coop_up_source *src = &ctx->up.src[handle];
+
+	ctx->up.non += !!on - src->on;
+	src->on = !!on;
 }
 
 static int upcalls_progress(struct coop_context *ctx)
 {
-	int i, n = 0;
+	unsigned i;
+	int n = 0;
 
-	for (i = 0; i < COOP_UP_SLOTS; i++)
-		if (ctx->up.progress[i])
-			n += ctx->up.progress[i](ctx);
+	for (i = 0; i < ctx->up.nsrc; i++)
+		if (ctx->up.src[i].on)
+			n += ctx->up.src[i].progress(ctx);
 	return n;
 }
 
@@ -395,7 +409,7 @@ int coop_progress_once(struct coop_context *ctx)
 		n += backlog_flush(ctx);
 	if (!dlist_empty(&ctx->jobs))
 		n += coop_job_step(ctx);
-	if (unlikely(ctx->up.nprogress))
+	if (unlikely(ctx->up.non))
 		n += upcalls_progress(ctx);
 	if (!n)
 		idle_poll(ctx);
@@ -411,12 +425,13 @@ int coop_progress_once(struct coop_context *ctx)
  */
 static int silent_work(const struct coop_context *ctx)
 {
-	int i;
+	const struct coop_up_source *src = ctx->up.src;
+	unsigned i;
 
 	if (!dlist_empty(&ctx->jobs) || ctx->nbacklogged)
 		return 1;
-	for (i = 0; i < COOP_UP_SLOTS; i++)
-		if (ctx->up.silent_work[i] && ctx->up.silent_work[i](ctx))
+	for (i = 0; i < ctx->up.nsrc; i++)
+		if (src[i].on && src[i].silent_work && src[i].silent_work(ctx))
 			return 1;
 	return 0;
 }

@@ -75,6 +75,7 @@ struct coop_dma {
 	const char *name;	/* which engine: "hw", "soft" */
 	uint64_t max_length;	/* of one copy */
 	unsigned inflight;	/* copies given to the engine, not completed */
+	int up;			/* our progress upcall's handle */
 	struct dlist jobs;	/* DMA sends' offload jobs (s->job) */
 	struct dlist stripes;	/* striped sends' engine parts */
 	uint64_t timed;		/* coop_dma_time_put: its copy completed */
@@ -112,8 +113,13 @@ static struct coop_dma *dma_get(struct coop_context *ctx)
 	for (i = 0; i < NOTE_SLOTS; i++)
 		d->freel[i] = NOTE_SLOTS - 1 - i;
 	d->nfree = NOTE_SLOTS;
+	d->up = coop_up_register(ctx, dma_progress, dma_busy);
+	if (d->up < 0) {
+		free(d);
+		return NULL;
+	}
+	coop_up_switch(ctx, d->up, 1);
 	ctx->proto->dma = d;
-	coop_upcall_set(ctx, COOP_UP_DMA, dma_progress, dma_busy);
 	return d;
 }
 
@@ -185,10 +191,10 @@ void coop_dma_fini(struct coop_context *ctx)
 		return;
 	if (d->area_state > 0)
 		ctx->prov.ops->dereg(&ctx->prov, &d->akey);
+	coop_up_switch(ctx, d->up, 0);
 	free(d->area);
 	free(d);
 	ctx->proto->dma = NULL;
-	coop_upcall_set(ctx, COOP_UP_DMA, NULL, NULL);
 }
 
 int coop_dma_usable(const struct coop_context *ctx)
