@@ -25,7 +25,6 @@
 #include "pool.h"
 #include "provider.h"
 #include "shmseg.h"
-#include "stage.h"
 #include "wire.h"
 
 #define COOP_HIDDEN __attribute__((visibility("hidden")))

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "stage.h"
 
 struct coop_staged {
 	struct coop_stage own;
