@@ -275,8 +275,8 @@ static int xfer_split_locked(coop_context_t *ctx, int peer, size_t len,
 		return COOP_SUCCESS;
 	}
 	ls = coop_load_score(ctx, peer, now);
-	*share = (size_t)coop_load_clamp_split(
-		coop_load_level_share(ls, coop_load_score(ctx, ctx->rank, now),
+	*share = (size_t)coop_select_clamp_split(
+		coop_select_level_share(ls, coop_load_score(ctx, ctx->rank, now),
 				      len), len);
 	return COOP_SUCCESS;
 }

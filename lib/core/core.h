@@ -593,10 +593,6 @@ COOP_HIDDEN uint64_t coop_load_score(struct coop_context *ctx, int rank,
 /* This rank copied n bytes at time now (its history). */
 COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
 				       uint64_t now);
-/* COOP's split x of n bytes within [n/8, n - n/8], page aligned: each
- * side keeps a range worth a copier of its own. */
-#define COOP_LOAD_SPLIT_PARTS 8
-COOP_HIDDEN uint64_t coop_load_clamp_split(uint64_t x, uint64_t n);
 /* One of our copies for our own transfers, with peer's region, starts
  * or ends; whether rank copies for itself now or is in an exchange
  * (started one within COOP_LOAD_BUSY while its source did too). */
@@ -607,10 +603,6 @@ COOP_HIDDEN int coop_load_peer_copying(const struct coop_context *ctx,
 /* Add bytes (may be negative) to rank's pending copy load. */
 COOP_HIDDEN void coop_load_precharge(struct coop_context *ctx, int rank,
 				     int64_t bytes);
-/* COOP-load's rule: the receiver's share of n bytes that levels the
- * sender's load ls and the receiver's lr (0..n). */
-COOP_HIDDEN uint64_t coop_load_level_share(uint64_t ls, uint64_t lr,
-					   uint64_t n);
 /* Are the node's offload engines busy (COOP_OFFLOAD_BUSY)? */
 COOP_HIDDEN int coop_load_offload_busy(const struct coop_context *ctx);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * load.c - the load counters as the protocols read and charge them
- * (COOP-load, offload busy): a rank's load is its pending copy bytes
+ * (COOP-load's inputs, offload busy; the rule itself is
+ * protocols/select.c's): a rank's load is its pending copy bytes
  * (per-node counters page) plus its decayed copy history (kept in its
  * shared segment, readable by every peer).
  *
@@ -13,8 +14,6 @@
  * even out over iterations, as a fair-share scheduler does.
  */
 #include "core.h"
-
-#define SPLIT_ALIGN 4096ULL
 
 /* v halved every half ns of dt; linear between halvings (within 6%). */
 static uint64_t decay(uint64_t v, uint64_t dt, uint64_t half)
@@ -65,25 +64,6 @@ uint64_t coop_load_score(struct coop_context *ctx, int rank, uint64_t now)
 	if (pend >> 62)		/* a discharge overtook its charge */
 		pend = 0;
 	return pend + history(h, ctx->cfg.load_history_ns, now);
-}
-
-/* The receiver's share x of n that levels the loads: lr + x = ls + n - x */
-uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n)
-{
-	double x = ((double)ls - (double)lr + (double)n) / 2;
-
-	if (x <= 0)
-		return 0;
-	return x >= (double)n ? n : (uint64_t)x;
-}
-
-uint64_t coop_load_clamp_split(uint64_t x, uint64_t n)
-{
-	uint64_t lo = n / COOP_LOAD_SPLIT_PARTS;
-	uint64_t hi = n - n / COOP_LOAD_SPLIT_PARTS;
-
-	x = (x + SPLIT_ALIGN / 2) & ~(SPLIT_ALIGN - 1);
-	return COOP_MIN(COOP_MAX(x, lo), hi);
 }
 
 /*

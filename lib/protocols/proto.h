@@ -144,6 +144,15 @@ COOP_HIDDEN void coop_rndv_matched(struct coop_request *r,
 /* Sender: copy to the receiver (RPUT/RTR share) or pipeline. */
 COOP_HIDDEN void coop_rndv_start_write(struct coop_request *r);
 
+/* select.c: COOP-load's rule - the receiver's share of n bytes that
+ * levels the sender's load ls and the receiver's lr (0..n) - and COOP's
+ * split x of n bytes clamped to [n/8, n - n/8], page aligned, so that
+ * each side keeps a range worth a copier of its own. */
+#define COOP_SPLIT_PARTS 8
+COOP_HIDDEN uint64_t coop_select_level_share(uint64_t ls, uint64_t lr,
+					     uint64_t n);
+COOP_HIDDEN uint64_t coop_select_clamp_split(uint64_t x, uint64_t n);
+
 /* select.c: COOP-hybrid, the receiver's choice for a PROTO_AUTO RTS;
  * *split: COOP's receiver range [0, split), set when it returns COOP */
 COOP_HIDDEN enum coop_proto coop_select(struct coop_request *r,

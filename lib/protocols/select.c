@@ -69,9 +69,28 @@
  */
 #include "proto.h"
 
-/* A share below 1/SPLIT_PARTS of the message is not worth a second copier
- * (core/load.c clamps COOP's split to keep both ranges that large) */
-#define SPLIT_PARTS COOP_LOAD_SPLIT_PARTS
+#define SPLIT_ALIGN 4096ULL
+
+/* The receiver's share x of n that levels the loads: lr + x = ls + n - x */
+uint64_t coop_select_level_share(uint64_t ls, uint64_t lr, uint64_t n)
+{
+	double x = ((double)ls - (double)lr + (double)n) / 2;
+
+	if (x <= 0)
+		return 0;
+	return x >= (double)n ? n : (uint64_t)x;
+}
+
+/* A share below 1/COOP_SPLIT_PARTS of the message is not worth a second
+ * copier: both ranges are kept at least that large. */
+uint64_t coop_select_clamp_split(uint64_t x, uint64_t n)
+{
+	uint64_t lo = n / COOP_SPLIT_PARTS;
+	uint64_t hi = n - n / COOP_SPLIT_PARTS;
+
+	x = (x + SPLIT_ALIGN / 2) & ~(SPLIT_ALIGN - 1);
+	return COOP_MIN(COOP_MAX(x, lo), hi);
+}
 
 /* Rows of Table II: how the sender waits. */
 enum send_kind { SEND_BLOCKS, SEND_RETURNS, SEND_BUFFERED, SEND_KINDS };
@@ -97,16 +116,16 @@ static enum coop_proto by_load(struct coop_context *ctx, int src, uint64_t n,
 {
 	uint64_t now = coop_now_ns();
 	uint64_t ls = coop_load_score(ctx, src, now);
-	uint64_t x = coop_load_level_share(ls, coop_load_score(ctx, ctx->rank,
-							       now), n);
+	uint64_t lr = coop_load_score(ctx, ctx->rank, now);
+	uint64_t x = coop_select_level_share(ls, lr, n);
 
 	if (!force_coop && !ctx->undersubscribed)	/* one copier */
 		return x >= n / 2 ? PROTO_RGET : PROTO_RPUT;
-	if (!force_coop && x <= n / SPLIT_PARTS)
+	if (!force_coop && x <= n / COOP_SPLIT_PARTS)
 		return PROTO_RPUT;
-	if (!force_coop && x >= n - n / SPLIT_PARTS)
+	if (!force_coop && x >= n - n / COOP_SPLIT_PARTS)
 		return PROTO_RGET;
-	*split = coop_load_clamp_split(x, n);
+	*split = coop_select_clamp_split(x, n);
 	return PROTO_COOP;
 }
 

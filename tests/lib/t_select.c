@@ -21,8 +21,8 @@
 #define CELL_LEN (1u << 20)
 #define BIG_LEN (256u << 20)	/* a copy that lasts (~30 ms natively) */
 
-/* core/load.c's rules (hidden symbols of the library) */
-uint64_t coop_load_level_share(uint64_t ls, uint64_t lr, uint64_t n);
+/* protocols/select.c's COOP-load rule (a hidden symbol of the library) */
+uint64_t coop_select_level_share(uint64_t ls, uint64_t lr, uint64_t n);
 
 /* Table II and the CPU load rules: no striping onto an engine (kmod in
  * the VM) */
@@ -306,12 +306,12 @@ START_TEST(test_level_rule)
 {
 	const uint64_t n = 1 << 20;
 
-	ck_assert_uint_eq(coop_load_level_share(0, 0, n), n / 2);
-	ck_assert_uint_eq(coop_load_level_share(n / 2, 0, n), 3 * n / 4);
-	ck_assert_uint_eq(coop_load_level_share(0, n / 2, n), n / 4);
-	ck_assert_uint_eq(coop_load_level_share(5 * n, 0, n), n);	/* RGET */
-	ck_assert_uint_eq(coop_load_level_share(0, 5 * n, n), 0);	/* RPUT */
-	ck_assert_uint_eq(coop_load_level_share(7 * n, 7 * n, n), n / 2);
+	ck_assert_uint_eq(coop_select_level_share(0, 0, n), n / 2);
+	ck_assert_uint_eq(coop_select_level_share(n / 2, 0, n), 3 * n / 4);
+	ck_assert_uint_eq(coop_select_level_share(0, n / 2, n), n / 4);
+	ck_assert_uint_eq(coop_select_level_share(5 * n, 0, n), n);	/* RGET */
+	ck_assert_uint_eq(coop_select_level_share(0, 5 * n, n), 0);	/* RPUT */
+	ck_assert_uint_eq(coop_select_level_share(7 * n, 7 * n, n), n / 2);
 }
 END_TEST
 
