@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "xfer_int.h"
+#include "api_int.h"
 
 #define SEND_MODES (COOP_SEND_SYNC | COOP_SEND_READY | COOP_SEND_BUFFERED)
 #define SEND_FLAGS (SEND_MODES | COOP_F_BLOCKING)

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "xfer_int.h"
+#include "api_int.h"
 
 /* mprobe's answer for COOP_PROC_NULL (MPI_MESSAGE_NO_PROC). */
 static struct coop_message msg_noproc;

@@ -5,7 +5,7 @@
  * a persistent one becomes inactive.  NULL and inactive handles are
  * ignored (empty status), as in MPI.
  */
-#include "xfer_int.h"
+#include "api_int.h"
 
 static void empty_status(coop_status_t *st)
 {

@@ -4,7 +4,7 @@
  * topologies and the allgather/alltoall family in its blocking,
  * nonblocking and persistent forms.
  */
-#include "xfer_int.h"
+#include "api_int.h"
 
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
 

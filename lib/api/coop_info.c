@@ -19,7 +19,7 @@
 #include "config.h"
 #include "coopmpi.h"
 #include "kmod_probe.h"
-#include "xfer_int.h"
+#include "api_int.h"
 
 static int usage(FILE *out, const char *prog, int rc)
 {

@@ -18,7 +18,7 @@
 
 #include "mpi.h"
 #include "node.h"
-#include "xfer_int.h"
+#include "api_int.h"
 
 #define BLOB_MAGIC 0x434f4f50U	/* "COOP" */
 

@@ -11,7 +11,7 @@
 
 #include "mpi.h"
 #include "coopmpi_xfer.h"
-#include "xfer_int.h"
+#include "api_int.h"
 
 _Static_assert(COOP_MSG_MAX == PKT_INLINE_MAX, "one packet");
 _Static_assert(COOP_MSG_DATA_HDR_MAX ==

@@ -12,7 +12,7 @@
 #include "coopmpi.h"
 #include "kmod_probe.h"
 #include "provider.h"
-#include "xfer_int.h"
+#include "api_int.h"
 
 #define SYSFS "/sys/kernel/coopmpi/"
 #define PARAMS "/sys/module/coopmpi/parameters/"

@@ -15,7 +15,7 @@
 
 #include "mpi.h"
 #include "coopmpi_xfer.h"
-#include "xfer_int.h"
+#include "api_int.h"
 
 _Static_assert(sizeof(coop_rkey_t) == sizeof(struct coop_rkey), "rkey");
 _Static_assert(COOP_ACCESS_READ == COOPMPI_REGION_READ &&

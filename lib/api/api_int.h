@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * xfer_int.h - what the api files share: the argument checks of
+ * api_int.h - what the api files share: the argument checks of
  * include/coopmpi_xfer.h's calls (xfer.c: regions, copy jobs; msg.c:
  * messages), and the completion call the blocking calls end with.
  */
-#ifndef COOP_XFER_INT_H
-#define COOP_XFER_INT_H
+#ifndef COOP_API_INT_H
+#define COOP_API_INT_H
 
 #include <stdio.h>
 
