@@ -391,13 +391,13 @@ struct coop_context {
 	struct coop_proto_state *proto;
 	struct coop_mpi_state *mpi;
 	struct coop_coll_state *coll;
-	/* threads (lock.c, async.c) */
+	/* threads (lock.c, progress_thread.c) */
 	int mt;			/* lock: COOP_THREAD_MULTIPLE or a thread */
 	unsigned lock_depth;	/* how often the holder took the lock */
 	pthread_mutex_t lock;	/* the state lock (recursive) */
 	pthread_cond_t done_cv;	/* a request completed (cv_waiters) */
 	unsigned cv_waiters;
-	unsigned spins;		/* empty polls of blocked callers (async.c) */
+	unsigned spins;		/* empty polls of blocked callers (progress_thread.c) */
 	struct coop_async *async;	/* the progress thread, or NULL */
 	int progress_want;	/* the mode asked for (COOP_PROGRESS) */
 	unsigned progress_cpu;	/* COOP_PROGRESS_CPU */
@@ -494,7 +494,7 @@ static inline void coop_lock_completed(struct coop_context *ctx)
 COOP_HIDDEN int coop_lock_wait_completion(struct coop_context *ctx,
 					  unsigned timeout_us);
 
-/* ---------------- the progress thread (async.c) ---------------- */
+/* ---------------- the progress thread (progress_thread.c) ---------------- */
 
 /* Run a progress thread of mode (enum coop_progress_mode; MANUAL stops
  * it), bound to cpu (COOP_CPU_NONE: unbound).  Call without the lock. */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * async.c - the progress thread (COOP_PROGRESS, seed 002's thread-based
- * progress).  Without it a rendezvous moves only inside the two ranks'
- * library calls: an RGET receiver or an RPUT sender that computes copies
- * nothing meanwhile.  The thread runs the same progress step as a
- * blocked caller (so it copies our share of COOP-p2p, helps the partner,
- * answers RTS and CTS), with the state lock taken only between copies.
+ * progress_thread.c - the progress thread (COOP_PROGRESS, seed 002's
+ * thread-based progress).  Without it a rendezvous moves only inside the
+ * two ranks' library calls: an RGET receiver or an RPUT sender that
+ * computes copies nothing meanwhile.  The thread runs the same progress
+ * step as a blocked caller (so it copies our share of COOP-p2p, helps the
+ * partner, answers RTS and CTS), with the state lock taken only between
+ * copies.
  *
  *   thread        polls: the lowest latency, but it takes a core.
  *   thread-sleep  when there is nothing to do, sleeps on the mailbox
