@@ -209,14 +209,11 @@ static int env_is(const char *name, const char *value)
 	return v && !strcmp(v, value);
 }
 
-START_TEST(test_p2p_args)
+/* Send arguments: context, request, rank, tag, comm, count, flags. */
+static void p2p_send_args(coop_context_t *ctx)
 {
-	coop_context_t *ctx = solo_ctx();
 	coop_request_t *r = NULL;
-	coop_status_t st;
-	coop_message_t *m = NULL;
 	char buf[64];
-	int flag, idx, n, rank, size, level, mode;
 
 	ck_assert_int_eq(coop_isend(NULL, buf, 1, 0, 0, 0, 0, &r), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_isend(ctx, buf, 1, 0, 0, 0, 0, NULL), COOP_ERR_ARG);
@@ -236,6 +233,17 @@ START_TEST(test_p2p_args)
 				    COOP_SEND_SYNC | COOP_SEND_READY, &r),
 			 COOP_ERR_FLAGS);
 	ck_assert_int_eq(coop_send(ctx, buf, 1, 0, 0, 0, 0x80), COOP_ERR_FLAGS);
+}
+
+/* Receive arguments, of the persistent requests too, and of the probes. */
+static void p2p_recv_args(coop_context_t *ctx)
+{
+	coop_request_t *r = NULL;
+	coop_message_t *m = NULL;
+	coop_status_t st;
+	char buf[64];
+	int flag;
+
 	ck_assert_int_eq(coop_irecv(ctx, buf, 1, 0, 0, 0, COOP_SEND_SYNC, &r),
 			 COOP_ERR_FLAGS);
 	ck_assert_int_eq(coop_irecv(ctx, buf, 1, 3, 0, 0, 0, &r), COOP_ERR_RANK);
@@ -255,7 +263,15 @@ START_TEST(test_p2p_args)
 			 COOP_ERR_ARG);
 	ck_assert_int_eq(coop_mrecv(ctx, buf, 1, &m, &st), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_mrecv(ctx, buf, 1, NULL, &st), COOP_ERR_ARG);
-	/* completion calls */
+}
+
+/* Completion calls on no request at all, and their argument errors. */
+static void completion_args(void)
+{
+	coop_request_t *r;
+	coop_status_t st;
+	int idx, n;
+
 	ck_assert_int_eq(coop_wait(NULL, &st), COOP_ERR_ARG);
 	r = NULL;
 	ck_assert_int_eq(coop_wait(&r, &st), COOP_SUCCESS);
@@ -273,7 +289,15 @@ START_TEST(test_p2p_args)
 	ck_assert_int_eq(coop_cancel(NULL), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_start(NULL), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_startall(-1, NULL), COOP_ERR_ARG);
-	/* start on a non-persistent request; cancel of a send */
+}
+
+/* Start on a non-persistent request; cancel of a receive, of a send. */
+static void start_and_cancel(coop_context_t *ctx)
+{
+	coop_request_t *r;
+	coop_status_t st;
+	char buf[64];
+
 	ck_assert_int_eq(coop_irecv(ctx, buf, 8, 0, 5, 0, 0, &r), COOP_SUCCESS);
 	ck_assert_int_eq(coop_start(&r), COOP_ERR_REQUEST);
 	ck_assert_int_eq(coop_cancel(r), COOP_SUCCESS);
@@ -285,7 +309,13 @@ START_TEST(test_p2p_args)
 	ck_assert_int_eq(coop_cancel(r), COOP_ERR_UNSUPPORTED);
 	ck_assert_int_eq(coop_recv(ctx, buf, 8, 0, 5, 0, 0, &st), COOP_SUCCESS);
 	ck_assert_int_eq(coop_wait(&r, NULL), COOP_SUCCESS);
-	/* buffers */
+}
+
+/* The buffer of buffered sends: attach once, big enough; detach. */
+static void buffer_args(coop_context_t *ctx)
+{
+	char buf[64];
+
 	ck_assert_int_eq(coop_buffer_detach(ctx, NULL, NULL), COOP_ERR_STATE);
 	ck_assert_int_eq(coop_buffer_attach(ctx, NULL, 100), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_buffer_attach(ctx, buf, 8), COOP_ERR_ARG);
@@ -294,7 +324,13 @@ START_TEST(test_p2p_args)
 	ck_assert_int_eq(coop_buffer_attach(ctx, buf, sizeof(buf)),
 			 COOP_ERR_STATE);
 	ck_assert_int_eq(coop_buffer_detach(ctx, NULL, NULL), COOP_SUCCESS);
-	/* misc */
+}
+
+/* Rank and size, thread level, progress mode. */
+static void context_queries(coop_context_t *ctx)
+{
+	int rank, size, level, mode;
+
 	ck_assert_int_eq(coop_rank(ctx, &rank), COOP_SUCCESS);
 	ck_assert_int_eq(coop_size(ctx, &size), COOP_SUCCESS);
 	ck_assert_int_eq(rank, 0);
@@ -314,6 +350,18 @@ START_TEST(test_p2p_args)
 			 COOP_ERR_ARG);
 	ck_assert_int_eq(coop_set_progress(NULL, 0, -1), COOP_ERR_ARG);
 	ck_assert_int_eq(coop_progress(NULL), COOP_ERR_ARG);
+}
+
+START_TEST(test_p2p_args)
+{
+	coop_context_t *ctx = solo_ctx();
+
+	p2p_send_args(ctx);
+	p2p_recv_args(ctx);
+	completion_args();
+	start_and_cancel(ctx);
+	buffer_args(ctx);
+	context_queries(ctx);
 	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
 }
 END_TEST

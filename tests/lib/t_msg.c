@@ -447,6 +447,127 @@ static void unconnected_checks(const coop_msg_buf_t *ours)
 	T_OK(coop_finalize(u));
 }
 
+/* Argument errors of coop_msg_queued, coop_msg_buf_get and _put. */
+static void queued_get_put_args(coop_context_t *ctx, int size)
+{
+	coop_msg_buf_t b;
+
+	T_ASSERT(coop_msg_queued(NULL, 1) == -COOP_ERR_ARG, "queued(NULL)");
+	T_ASSERT(coop_msg_queued(ctx, -1) == -COOP_ERR_RANK, "queued(-1)");
+	T_ASSERT(coop_msg_queued(ctx, size) == -COOP_ERR_RANK, "queued(size)");
+	T_ASSERT(coop_msg_buf_get(NULL, 1, &b) == COOP_ERR_ARG, "get NULL ctx");
+	T_ASSERT(coop_msg_buf_get(ctx, 1, NULL) == COOP_ERR_ARG, "get NULL");
+	T_ASSERT(coop_msg_buf_get(ctx, -1, &b) == COOP_ERR_RANK, "get -1");
+	T_ASSERT(coop_msg_buf_get(ctx, size, &b) == COOP_ERR_RANK,
+		 "get size");
+	T_ASSERT(coop_msg_buf_put(NULL, &b) == COOP_ERR_ARG, "put NULL ctx");
+	T_ASSERT(coop_msg_buf_put(ctx, NULL) == COOP_ERR_ARG, "put NULL");
+}
+
+/* Bad sends: refused, the slot still ours (a put gives it back). */
+static void refused_then_put(coop_context_t *ctx, int size)
+{
+	coop_msg_buf_t b, stale;
+
+	T_OK(coop_msg_buf_get(ctx, 1, &b));
+	bad_sends(ctx, size, &b);
+	stale = b, stale.slot ^= 1;
+	T_ASSERT(coop_msg_buf_put(ctx, &stale) == COOP_ERR_ARG,
+		 "put of a forged slot number");
+	stale = b, stale.data = (char *)stale.data + 64;
+	T_ASSERT(coop_msg_buf_put(ctx, &stale) == COOP_ERR_ARG,
+		 "put of a forged data pointer");
+	T_OK(coop_msg_buf_put(ctx, &b));
+}
+
+/*
+ * The same with a message that then goes: its bytes intact, the buf
+ * neither put nor sent again, and its slot free once rank 1 handled it
+ * (n: all the slots).  Returns the buf as the send left it.
+ */
+static coop_msg_buf_t refused_then_sent(coop_context_t *ctx, int size,
+					struct flags *fl,
+					coop_msg_buf_t *all, int n)
+{
+	/* the header, named as the checks' text prints it */
+	char eager[COOP_MSG_DATA_HDR_MAX];
+	coop_msg_buf_t b;
+	int i;
+
+	T_OK(coop_msg_buf_get(ctx, 1, &b));
+	t_fill(b.data, 100, seed_of(0, 1, 0));
+	bad_sends(ctx, size, &b);
+	hdr_make((unsigned char *)eager, 0);
+	T_OK(coop_msg_buf_send(ctx, 1, &b, eager, 4, 100));
+	T_ASSERT(coop_msg_buf_put(ctx, &b) == COOP_ERR_ARG, "put after send");
+	T_ASSERT(coop_msg_buf_send(ctx, 1, &b, eager, 4, 100) == COOP_ERR_ARG,
+		 "send after send");
+	flag_wait(fl, 2);	/* rank 1 handled it: its slot is free */
+	i = grab_all(ctx, 1, all);
+	T_ASSERT(i == n, "%d slots after the message, %d before", i, n);
+	put_all(ctx, all, i);
+	return b;
+}
+
+/* A stale copy of a buf given back, its slot free: neither sent nor put.
+ * Leaves all n slots ours, in all. */
+static void stale_of_free_slot(coop_context_t *ctx, coop_msg_buf_t *all,
+			       int n)
+{
+	coop_msg_buf_t b2, stale;
+	int i, rc;
+
+	T_OK(coop_msg_buf_get(ctx, 1, &b2));
+	stale = b2;
+	T_OK(coop_msg_buf_put(ctx, &b2));
+	rc = coop_msg_buf_send(ctx, 1, &stale, NULL, 0, 8);
+	T_ASSERT(rc == COOP_ERR_ARG, "send of a buf given back: %s",
+		 coop_strerror(rc));
+	rc = coop_msg_buf_put(ctx, &stale);
+	T_ASSERT(rc == COOP_ERR_ARG, "put of a buf given back: %s",
+		 coop_strerror(rc));
+	i = grab_all(ctx, 1, all);
+	T_ASSERT(i == n, "%d slots, %d before", i, n);
+}
+
+/* The same with its slot busy with an MPI eager send (to rank 1, tag 7,
+ * seed 99): all n slots ours; give back the last, which the send takes. */
+static void stale_of_eager_slot(coop_context_t *ctx, coop_msg_buf_t *all,
+				int n)
+{
+	coop_msg_buf_t b2, stale;
+	coop_request_t *r;
+	char eager[1000];
+	int rc;
+
+	stale = all[n - 1];
+	T_OK(coop_msg_buf_put(ctx, &all[n - 1]));
+	t_fill(eager, sizeof(eager), 99);
+	T_OK(coop_isend(ctx, eager, sizeof(eager), 1, 7, COMM, 0, &r));
+	T_OK(coop_wait(&r, NULL));
+	T_ASSERT(coop_msg_buf_get(ctx, 1, &b2) == COOP_ERR_NOMEM,
+		 "the eager send took no slot");
+	rc = coop_msg_buf_put(ctx, &stale);
+	T_ASSERT(rc == COOP_ERR_ARG, "put of the eager send's slot: %s",
+		 coop_strerror(rc));
+	T_ASSERT(coop_msg_buf_get(ctx, 1, &b2) == COOP_ERR_NOMEM,
+		 "the eager send's slot was given away");
+	rc = coop_msg_buf_send(ctx, 1, &stale, NULL, 0, 8);
+	T_ASSERT(rc == COOP_ERR_ARG, "send of the eager send's slot: %s",
+		 coop_strerror(rc));
+	put_all(ctx, all, n - 1);
+}
+
+/* Argument errors of coop_peer_check and coop_msg_set_peer_handler. */
+static void peer_args(coop_context_t *ctx, int size)
+{
+	T_ASSERT(coop_peer_check(NULL, 1) == COOP_ERR_ARG, "check NULL");
+	T_ASSERT(coop_peer_check(ctx, -1) == COOP_ERR_RANK, "check -1");
+	T_ASSERT(coop_peer_check(ctx, size) == COOP_ERR_RANK, "check size");
+	T_ASSERT(coop_msg_set_peer_handler(NULL, NULL, NULL) == COOP_ERR_ARG,
+		 "set_peer_handler(NULL)");
+}
+
 /*
  * Rank 0 checks; rank 1 receives exactly the one good message of them
  * and an eager MPI message whose bounce slot a stale buf of rank 0
@@ -456,11 +577,10 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	static coop_msg_buf_t all[MAX_SLOTS];
 	struct flags *fl = arg;
-	coop_msg_buf_t b, b2, stale;
-	coop_request_t *r;
+	coop_msg_buf_t b;
 	char eager[1000];
 	struct rx rx;
-	int n, i, rc;
+	int n, i;
 
 	rx_init(&rx, rank, NULL, 0);
 	T_OK(coop_msg_set_data_handler(ctx, on_data, &rx));
@@ -485,80 +605,17 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	T_ASSERT(coop_msg_data_max(NULL) == 0, "data_max(NULL)");
 	T_ASSERT(coop_msg_set_data_handler(NULL, on_data, &rx) ==
 		 COOP_ERR_ARG, "set_data_handler(NULL)");
-	T_ASSERT(coop_msg_queued(NULL, 1) == -COOP_ERR_ARG, "queued(NULL)");
-	T_ASSERT(coop_msg_queued(ctx, -1) == -COOP_ERR_RANK, "queued(-1)");
-	T_ASSERT(coop_msg_queued(ctx, size) == -COOP_ERR_RANK, "queued(size)");
-	T_ASSERT(coop_msg_buf_get(NULL, 1, &b) == COOP_ERR_ARG, "get NULL ctx");
-	T_ASSERT(coop_msg_buf_get(ctx, 1, NULL) == COOP_ERR_ARG, "get NULL");
-	T_ASSERT(coop_msg_buf_get(ctx, -1, &b) == COOP_ERR_RANK, "get -1");
-	T_ASSERT(coop_msg_buf_get(ctx, size, &b) == COOP_ERR_RANK,
-		 "get size");
-	T_ASSERT(coop_msg_buf_put(NULL, &b) == COOP_ERR_ARG, "put NULL ctx");
-	T_ASSERT(coop_msg_buf_put(ctx, NULL) == COOP_ERR_ARG, "put NULL");
+	queued_get_put_args(ctx, size);
 	n = grab_all(ctx, 1, all);
 	put_all(ctx, all, n);
 
-	/* bad sends: refused, the slot still ours (a put gives it back) */
-	T_OK(coop_msg_buf_get(ctx, 1, &b));
-	bad_sends(ctx, size, &b);
-	stale = b, stale.slot ^= 1;
-	T_ASSERT(coop_msg_buf_put(ctx, &stale) == COOP_ERR_ARG,
-		 "put of a forged slot number");
-	stale = b, stale.data = (char *)stale.data + 64;
-	T_ASSERT(coop_msg_buf_put(ctx, &stale) == COOP_ERR_ARG,
-		 "put of a forged data pointer");
-	T_OK(coop_msg_buf_put(ctx, &b));
-	/* the same with a message that then goes: its bytes intact */
-	T_OK(coop_msg_buf_get(ctx, 1, &b));
-	t_fill(b.data, 100, seed_of(0, 1, 0));
-	bad_sends(ctx, size, &b);
-	hdr_make((unsigned char *)eager, 0);
-	T_OK(coop_msg_buf_send(ctx, 1, &b, eager, 4, 100));
-	T_ASSERT(coop_msg_buf_put(ctx, &b) == COOP_ERR_ARG, "put after send");
-	T_ASSERT(coop_msg_buf_send(ctx, 1, &b, eager, 4, 100) == COOP_ERR_ARG,
-		 "send after send");
-	flag_wait(fl, 2);	/* rank 1 handled it: its slot is free */
-	i = grab_all(ctx, 1, all);
-	T_ASSERT(i == n, "%d slots after the message, %d before", i, n);
-	put_all(ctx, all, i);
-
-	/* a stale copy of a buf given back: neither sent nor put, even
-	 * when its slot is free, or busy with an MPI eager send */
-	T_OK(coop_msg_buf_get(ctx, 1, &b2));
-	stale = b2;
-	T_OK(coop_msg_buf_put(ctx, &b2));
-	rc = coop_msg_buf_send(ctx, 1, &stale, NULL, 0, 8);
-	T_ASSERT(rc == COOP_ERR_ARG, "send of a buf given back: %s",
-		 coop_strerror(rc));
-	rc = coop_msg_buf_put(ctx, &stale);
-	T_ASSERT(rc == COOP_ERR_ARG, "put of a buf given back: %s",
-		 coop_strerror(rc));
-	i = grab_all(ctx, 1, all);
-	T_ASSERT(i == n, "%d slots, %d before", i, n);
-	/* all n ours; give back the last, which the eager send takes */
-	stale = all[n - 1];
-	T_OK(coop_msg_buf_put(ctx, &all[n - 1]));
-	t_fill(eager, sizeof(eager), 99);
-	T_OK(coop_isend(ctx, eager, sizeof(eager), 1, 7, COMM, 0, &r));
-	T_OK(coop_wait(&r, NULL));
-	T_ASSERT(coop_msg_buf_get(ctx, 1, &b2) == COOP_ERR_NOMEM,
-		 "the eager send took no slot");
-	rc = coop_msg_buf_put(ctx, &stale);
-	T_ASSERT(rc == COOP_ERR_ARG, "put of the eager send's slot: %s",
-		 coop_strerror(rc));
-	T_ASSERT(coop_msg_buf_get(ctx, 1, &b2) == COOP_ERR_NOMEM,
-		 "the eager send's slot was given away");
-	rc = coop_msg_buf_send(ctx, 1, &stale, NULL, 0, 8);
-	T_ASSERT(rc == COOP_ERR_ARG, "send of the eager send's slot: %s",
-		 coop_strerror(rc));
-	put_all(ctx, all, n - 1);
+	refused_then_put(ctx, size);
+	b = refused_then_sent(ctx, size, fl, all, n);
+	stale_of_free_slot(ctx, all, n);
+	stale_of_eager_slot(ctx, all, n);
 	flag_set(fl, 0);
 
-	T_ASSERT(coop_peer_check(NULL, 1) == COOP_ERR_ARG, "check NULL");
-	T_ASSERT(coop_peer_check(ctx, -1) == COOP_ERR_RANK, "check -1");
-	T_ASSERT(coop_peer_check(ctx, size) == COOP_ERR_RANK, "check size");
-	T_ASSERT(coop_msg_set_peer_handler(NULL, NULL, NULL) == COOP_ERR_ARG,
-		 "set_peer_handler(NULL)");
+	peer_args(ctx, size);
 	unconnected_checks(&b);
 	t_barrier(ctx, rank, size);	/* rank 1 got its messages */
 	i = grab_all(ctx, 1, all);
@@ -785,6 +842,60 @@ static void last_words(coop_context_t *ctx, int rank)
 	send_ent(ctx, rank, 0, &data, 1);
 }
 
+/* Every rank alive; a rank past the last refused. */
+static void all_alive(coop_context_t *ctx, int size)
+{
+	int i;
+
+	for (i = 0; i < size; i++)
+		T_ASSERT(coop_peer_check(ctx, i) == COOP_SUCCESS,
+			 "rank %d alive", i);
+	T_ASSERT(coop_peer_check(ctx, size) == COOP_ERR_RANK, "bad rank");
+}
+
+/* Rank 2 found dead by coop_peer_check alone (no progress). */
+static void wait_rank2_dead(coop_context_t *ctx)
+{
+	double end = deadline(20);
+	int rc;
+
+	while ((rc = coop_peer_check(ctx, 2)) == COOP_SUCCESS) {
+		T_ASSERT(now_s() < end, "rank 2 alive after 20 s");
+		usleep(1000);
+	}
+	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "check: %s", coop_strerror(rc));
+}
+
+/*
+ * The dead and the gone: no message to them, no slot for them; b (got
+ * for rank 2 before it died, not sent) is still ours, and of the n slots
+ * the others are free.
+ */
+static void dead_peer_checks(coop_context_t *ctx, coop_msg_buf_t *b,
+			     coop_msg_buf_t *all, int n)
+{
+	coop_msg_buf_t x;
+	int i, rc;
+
+	T_ASSERT(coop_peer_check(ctx, 1) == COOP_ERR_PEER_DEAD, "rank 1");
+	T_ASSERT(coop_peer_check(ctx, 0) == COOP_SUCCESS, "ourselves");
+	T_ASSERT(coop_msg_send(ctx, 2, "x", 1) == COOP_ERR_PEER_DEAD, "send");
+	T_ASSERT(coop_msg_buf_get(ctx, 2, &x) == COOP_ERR_PEER_DEAD, "get");
+	rc = coop_msg_buf_send(ctx, 2, b, NULL, 0, 8);
+	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "buf_send to the dead: %s",
+		 coop_strerror(rc));
+	/* b is still ours: its slot was not reclaimed with rank 2's */
+	i = grab_all(ctx, 0, all);
+	T_ASSERT(i == n - 1, "%d slots free while one is held, of %d: the "
+		 "held one was reclaimed with the dead peer's", i, n);
+	put_all(ctx, all, i);
+	rc = coop_msg_buf_put(ctx, b);
+	T_ASSERT(rc == COOP_SUCCESS, "put: %s", coop_strerror(rc));
+	i = grab_all(ctx, 0, all);
+	T_ASSERT(i == n, "%d slots in the end, of %d", i, n);
+	put_all(ctx, all, i);
+}
+
 /*
  * Rank 1 finalizes cleanly, rank 2 is SIGKILLed; rank 0 finds 2 dead
  * with coop_peer_check (no progress meanwhile, so the handler waits for
@@ -796,9 +907,9 @@ static int peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	static coop_msg_buf_t all[MAX_SLOTS];
 	struct gone g = { 0 };
-	coop_msg_buf_t b, x;
+	coop_msg_buf_t b;
 	struct rx rx;
-	int i, n, rc, last = -1;
+	int i, n, last = -1;
 	double end;
 
 	(void)arg;
@@ -817,21 +928,13 @@ static int peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_msg_set_peer_handler(ctx, on_gone, &g));
 	T_OK(coop_msg_set_peer_handler(ctx, NULL, NULL));
 	T_OK(coop_msg_set_peer_handler(ctx, on_gone, &g));
-	for (i = 0; i < size; i++)
-		T_ASSERT(coop_peer_check(ctx, i) == COOP_SUCCESS,
-			 "rank %d alive", i);
-	T_ASSERT(coop_peer_check(ctx, size) == COOP_ERR_RANK, "bad rank");
+	all_alive(ctx, size);
 	n = grab_all(ctx, 2, all);
 	put_all(ctx, all, n);
 	T_OK(coop_msg_buf_get(ctx, 2, &b));	/* kept through the death */
 	t_barrier(ctx, rank, size);
 
-	end = deadline(20);
-	while ((rc = coop_peer_check(ctx, 2)) == COOP_SUCCESS) {
-		T_ASSERT(now_s() < end, "rank 2 alive after 20 s");
-		usleep(1000);
-	}
-	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "check: %s", coop_strerror(rc));
+	wait_rank2_dead(ctx);
 	T_ASSERT(g.n == 0, "handler called without progress");
 	T_ASSERT(coop_peer_check(ctx, 2) == COOP_ERR_PEER_DEAD, "again");
 	T_OK(coop_progress(ctx));
@@ -857,24 +960,7 @@ static int peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	T_ASSERT(rx.total == 4 && rx.plain[1] == 1 && rx.data[1] == 1 &&
 		 rx.plain[2] == 1 && rx.data[2] == 1, "messages: %d", rx.total);
 
-	/* the dead and the gone */
-	T_ASSERT(coop_peer_check(ctx, 1) == COOP_ERR_PEER_DEAD, "rank 1");
-	T_ASSERT(coop_peer_check(ctx, 0) == COOP_SUCCESS, "ourselves");
-	T_ASSERT(coop_msg_send(ctx, 2, "x", 1) == COOP_ERR_PEER_DEAD, "send");
-	T_ASSERT(coop_msg_buf_get(ctx, 2, &x) == COOP_ERR_PEER_DEAD, "get");
-	rc = coop_msg_buf_send(ctx, 2, &b, NULL, 0, 8);
-	T_ASSERT(rc == COOP_ERR_PEER_DEAD, "buf_send to the dead: %s",
-		 coop_strerror(rc));
-	/* b is still ours: its slot was not reclaimed with rank 2's */
-	i = grab_all(ctx, 0, all);
-	T_ASSERT(i == n - 1, "%d slots free while one is held, of %d: the "
-		 "held one was reclaimed with the dead peer's", i, n);
-	put_all(ctx, all, i);
-	rc = coop_msg_buf_put(ctx, &b);
-	T_ASSERT(rc == COOP_SUCCESS, "put: %s", coop_strerror(rc));
-	i = grab_all(ctx, 0, all);
-	T_ASSERT(i == n, "%d slots in the end, of %d", i, n);
-	put_all(ctx, all, i);
+	dead_peer_checks(ctx, &b, all, n);
 	T_ASSERT(g.n == 2, "%d calls", g.n);
 	return 0;
 }

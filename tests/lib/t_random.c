@@ -221,53 +221,61 @@ static int interleave(struct plan *pl, int rank, struct slot *sl,
 	return n;
 }
 
-static int random_rank(coop_context_t *ctx, int rank, int size, void *arg)
+/* Post request i: the receive (in posting order *posted) or the send. */
+static void post_one(coop_context_t *ctx, struct plan *pl, struct slot *sl,
+		     int *post_idx, int *posted, int i)
 {
-	struct plan *pl = arg;
-	struct slot *sl = calloc(2 * NMSG, sizeof(*sl));
-	int *post_idx = calloc(2 * NMSG, sizeof(int));
-	int n, i, j, posted = 0, nmp, flag, idx[64], out;
-	size_t bsz = 64 << 20;
-	char *batt = malloc(bsz);
-	uint32_t s = pl->seed * 7919u + (uint32_t)rank + 1;
-	coop_status_t st;
+	if (sl[i].is_recv) {
+		const struct rcv *r = &pl->r[sl[i].msg];
 
-	(void)size;
-	T_OK(coop_buffer_attach(ctx, batt, bsz));
-	n = interleave(pl, rank, sl, &s, &nmp);
-	for (i = 0; i < n; i++) {
-		if (sl[i].is_recv) {
-			const struct rcv *r = &pl->r[sl[i].msg];
-
-			sl[i].buf = malloc(r->cap);
-			post_idx[i] = posted++;
-			T_OK(coop_irecv(ctx, sl[i].buf, r->cap, r->src, r->tag,
-					r->comm, 0, &sl[i].req));
-		} else {
-			T_OK(post_send(ctx, pl, &sl[i]));
-		}
-		switch (rnd(&s) % 8) {
-		case 0:
-			j = (int)(rnd(&s) % (uint32_t)(i + 1));
-			if (!sl[j].req)
-				break;
-			T_OK(coop_test(&sl[j].req, &flag, &st));
-			if (flag && sl[j].is_recv)
-				record(pl, &sl[j], &st, post_idx[j]);
-			break;
-		case 1:
-			T_OK(coop_iprobe(ctx, COOP_ANY_SOURCE, COOP_ANY_TAG,
-					 C_ANY, &flag, &st));
-			T_ASSERT(!flag || st.count <= MAXLEN, "iprobe");
-			break;
-		case 2:
-			T_OK(coop_progress(ctx));
-			break;
-		default:
-			break;
-		}
+		sl[i].buf = malloc(r->cap);
+		post_idx[i] = (*posted)++;
+		T_OK(coop_irecv(ctx, sl[i].buf, r->cap, r->src, r->tag,
+				r->comm, 0, &sl[i].req));
+	} else {
+		T_OK(post_send(ctx, pl, &sl[i]));
 	}
-	/* receives done by matched probe, after all our sends are out */
+}
+
+/* After posting request i, at random: a test of one posted so far, an
+ * iprobe, a progress call, or nothing. */
+static void random_call(coop_context_t *ctx, struct plan *pl,
+			struct slot *sl, const int *post_idx, int i,
+			uint32_t *s)
+{
+	coop_status_t st;
+	int j, flag;
+
+	switch (rnd(s) % 8) {
+	case 0:
+		j = (int)(rnd(s) % (uint32_t)(i + 1));
+		if (!sl[j].req)
+			break;
+		T_OK(coop_test(&sl[j].req, &flag, &st));
+		if (flag && sl[j].is_recv)
+			record(pl, &sl[j], &st, post_idx[j]);
+		break;
+	case 1:
+		T_OK(coop_iprobe(ctx, COOP_ANY_SOURCE, COOP_ANY_TAG,
+				 C_ANY, &flag, &st));
+		T_ASSERT(!flag || st.count <= MAXLEN, "iprobe");
+		break;
+	case 2:
+		T_OK(coop_progress(ctx));
+		break;
+	default:
+		break;
+	}
+}
+
+/* The nmp receives done by matched probe, after the n requests posted so
+ * far: returns the number of requests. */
+static int post_mprobed(coop_context_t *ctx, struct slot *sl, int *post_idx,
+			int *posted, int n, int nmp)
+{
+	coop_status_t st;
+	int i, flag;
+
 	for (i = 0; i < nmp; i++) {
 		coop_message_t *msg;
 
@@ -278,36 +286,65 @@ static int random_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		sl[n].buf = malloc(st.count);
 		sl[n].is_recv = 1;
 		sl[n].msg = -1;
-		post_idx[n] = posted++;
+		post_idx[n] = (*posted)++;
 		T_OK(coop_imrecv(ctx, sl[n].buf, st.count, &msg, &sl[n].req));
 		n++;
 	}
-	/* complete in random groups */
-	for (i = 0; i < n; i += 64) {
-		int k = n - i < 64 ? n - i : 64;
-		coop_request_t *rq[64];
+	return n;
+}
 
-		for (j = 0; j < k; j++)
-			rq[j] = sl[i + j].req;
-		do {
-			coop_status_t sts[64];
+/* Complete the group of (up to) 64 requests from i on, of n. */
+static void complete_group(struct plan *pl, struct slot *sl,
+			   const int *post_idx, int i, int n)
+{
+	int k = n - i < 64 ? n - i : 64;
+	coop_request_t *rq[64];
+	int j, idx[64], out;
 
-			int rc = coop_waitsome(k, rq, &out, idx, sts);
+	for (j = 0; j < k; j++)
+		rq[j] = sl[i + j].req;
+	do {
+		coop_status_t sts[64];
 
-			T_ASSERT(!rc || rc == COOP_ERR_IN_STATUS, "waitsome %d",
-				 rc);
-			for (j = 0; j < out && out > 0; j++) {
-				struct slot *x = &sl[i + idx[j]];
+		int rc = coop_waitsome(k, rq, &out, idx, sts);
 
-				x->req = NULL;
-				T_ASSERT(sts[j].error == 0, "%s of plan message %d"
-					 ": %s", x->is_recv ? "receive" : "send",
-					 x->msg, coop_strerror(sts[j].error));
-				if (x->is_recv)
-					record(pl, x, &sts[j], post_idx[i + idx[j]]);
-			}
-		} while (out >= 0);
+		T_ASSERT(!rc || rc == COOP_ERR_IN_STATUS, "waitsome %d",
+			 rc);
+		for (j = 0; j < out && out > 0; j++) {
+			struct slot *x = &sl[i + idx[j]];
+
+			x->req = NULL;
+			T_ASSERT(sts[j].error == 0, "%s of plan message %d"
+				 ": %s", x->is_recv ? "receive" : "send",
+				 x->msg, coop_strerror(sts[j].error));
+			if (x->is_recv)
+				record(pl, x, &sts[j], post_idx[i + idx[j]]);
+		}
+	} while (out >= 0);
+}
+
+static int random_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct plan *pl = arg;
+	struct slot *sl = calloc(2 * NMSG, sizeof(*sl));
+	int *post_idx = calloc(2 * NMSG, sizeof(int));
+	int n, i, posted = 0, nmp;
+	size_t bsz = 64 << 20;
+	char *batt = malloc(bsz);
+	uint32_t s = pl->seed * 7919u + (uint32_t)rank + 1;
+
+	(void)size;
+	T_OK(coop_buffer_attach(ctx, batt, bsz));
+	n = interleave(pl, rank, sl, &s, &nmp);
+	for (i = 0; i < n; i++) {
+		post_one(ctx, pl, sl, post_idx, &posted, i);
+		random_call(ctx, pl, sl, post_idx, i, &s);
 	}
+	/* receives done by matched probe, after all our sends are out */
+	n = post_mprobed(ctx, sl, post_idx, &posted, n, nmp);
+	/* complete in random groups */
+	for (i = 0; i < n; i += 64)
+		complete_group(pl, sl, post_idx, i, n);
 	T_OK(coop_buffer_detach(ctx, NULL, NULL));
 	for (i = 0; i < n; i++)
 		free(sl[i].buf);
