@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cancel.c - cancel of a ticketed receive in RTR mode (the receiver's
- * side of the revoke handshake; the sender's is protocols/rtr.c).  A
+ * side of the revoke handshake; the sender's is rtr.c).  A
  * receive whose ticket is covered by an RTR (its own or a later
  * receive's) cannot just leave the posted queue: the sender may already
  * write into it.  It asks the sender (PKT_REVOKE); on OK it leaves and
@@ -123,7 +123,7 @@ static void revoke_reply(struct coop_context *ctx,
 		r->cancel_wanted = 0;	/* too late: it completes normally */
 		coop_req_event(r, EV_REVOKE);
 	}
-	coop_match_resume(ctx, p->h.comm);
+	coop_rtr_resume(ctx, p->h.comm);
 	retry_cancels(ctx, p->h.comm, p->h.src, p->h.tag);
 }
 

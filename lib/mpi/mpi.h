@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * mpi.h - the MPI-semantics layer's interface: matching (posted and
- * unexpected queues, RTR tickets of receives, wildcard suspension),
- * starting sends and receives, buffered sends, cancel.  It registers the
- * handlers of arriving messages (EAGER, EAGER_BB, RTS) and the core's
- * unlink upcall.  File map: README.md here.
+ * unexpected queues; receiver-initiated with RTR tickets, wildcard
+ * suspension and revoke), starting sends and receives, buffered sends,
+ * cancel.  It registers the handlers of arriving messages (EAGER,
+ * EAGER_BB, RTS, RTR, REVOKE, REVOKE_REPLY) and the core's unlink
+ * upcall.  File map: README.md here.
  */
 #ifndef COOP_MPI_H
 #define COOP_MPI_H
@@ -17,11 +18,51 @@ struct coop_bsend {
 	struct dlist blocks;	/* in address order, first fit */
 };
 
+/* RTR bookkeeping per (comm, peer, tag) and wildcard suspension counts. */
+struct coop_triple {
+	uint64_t key;
+	uint32_t scount;	/* sends posted to peer */
+	uint32_t rcount;	/* receives ticketed / messages consumed */
+	uint32_t susp;		/* wildcard keys: pending wildcard receives */
+	uint32_t revoking;	/* a revoke handshake is pending */
+	struct dlist rtrq;	/* sender: queued RTRs (struct coop_message) */
+};
+
+struct coop_tickets {
+	struct coop_triple **tab;
+	uint32_t mask;
+	uint32_t used;
+};
+
+/*
+ * How sends meet receives, chosen once at init (coop_mpi_layer_init):
+ * sender-initiated (an RTS, then the receiver's CTS) or, with
+ * COOP_RNDV=rtr, receiver-initiated (rtr.c: tickets number the sends and
+ * receives of each (comm, peer, tag); a long receive advertises its
+ * buffer with an RTR, and its send writes at once).
+ */
+struct coop_matching {
+	/* send r is about to go out: number it */
+	void (*number_send)(struct coop_context *ctx, struct coop_request *r);
+	/* send r went eagerly */
+	void (*sent_eagerly)(struct coop_context *ctx, struct coop_request *r);
+	/* send r's rendezvous: an RTR that came first, else an RTS */
+	int (*send_rndv)(struct coop_context *ctx, struct coop_request *r);
+	/* receive r joined the posted queue */
+	void (*recv_posted)(struct coop_context *ctx, struct coop_request *r);
+	/* message m was consumed by a receive */
+	void (*consumed)(struct coop_context *ctx,
+			 const struct coop_msgdesc *m);
+};
+
 /* The MPI layer's part of a context (ctx->mpi). */
 struct coop_mpi_state {
+	const struct coop_matching *matching;
 	struct dlist prq;	/* posted receives, in posting order */
 	struct dlist umq;	/* unexpected messages, in arrival order */
 	unsigned nwild;		/* pending wildcard receives (RTR mode) */
+	struct dlist rts_sends;	/* RTR mode: long sends awaiting CTS/RTR */
+	struct coop_tickets tk;
 	struct coop_bsend bs;
 };
 
@@ -63,14 +104,35 @@ COOP_HIDDEN int coop_match_add_unexpected(struct coop_context *ctx,
 /* A message (unexpected or arriving) was consumed by a receive. */
 COOP_HIDDEN void coop_match_consumed(struct coop_context *ctx,
 				     const struct coop_msgdesc *m);
-/* Post receive r to the PRQ (tickets it, returns 1 if an RTR is due). */
-COOP_HIDDEN int coop_match_post(struct coop_context *ctx,
-				struct coop_request *r);
+/* Post receive r to the PRQ (receiver-initiated: ticket, advertise). */
+COOP_HIDDEN void coop_match_post(struct coop_context *ctx,
+				 struct coop_request *r);
 COOP_HIDDEN void coop_match_unpost(struct coop_context *ctx,
 				   struct coop_request *r);
 /* The core's unlink upcall: a request leaves our queues. */
 COOP_HIDDEN void coop_match_unlink(struct coop_request *r);
-COOP_HIDDEN void coop_match_resume(struct coop_context *ctx, uint16_t comm);
+
+/* rtr.c: receiver-initiated matching (COOP_RNDV=rtr) */
+COOP_HIDDEN extern const struct coop_matching coop_sender_initiated;
+/* Set up the matching COOP_RNDV asks for; COOP error. */
+COOP_HIDDEN int coop_rtr_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_rtr_fini(struct coop_context *ctx);
+/* Wildcard receive r leaves the posted queue. */
+COOP_HIDDEN void coop_rtr_unpost_wildcard(struct coop_context *ctx,
+					  struct coop_request *r);
+/* A suspension (or revoke) on comm ended: number and advertise. */
+COOP_HIDDEN void coop_rtr_resume(struct coop_context *ctx, uint16_t comm);
+
+/* tickets.c: the (comm, peer, tag) table of RTR mode */
+COOP_HIDDEN int coop_tickets_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_tickets_fini(struct coop_context *ctx);
+COOP_HIDDEN struct coop_triple *coop_triple_get(struct coop_context *ctx,
+						uint16_t comm, int peer,
+						int tag);
+/* Lookup without creating. */
+COOP_HIDDEN struct coop_triple *coop_triple_find(struct coop_context *ctx,
+						 uint16_t comm, int peer,
+						 int tag);
 
 /* bsend.c */
 COOP_HIDDEN int coop_bsend_start(struct coop_context *ctx,

@@ -3,8 +3,9 @@
  * p2p.c - starting sends and receives, and a receive meeting its message
  * (the arrival handlers of EAGER, EAGER_BB and RTS packets), plus the
  * layer's set-up and teardown.
- *   send: eager inline -> eager bounce -> (buffered: copy to the attached
- *         buffer) -> RTR already queued (RTR mode) -> rendezvous RTS.
+ *   send: (numbered, RTR mode) eager inline -> eager bounce -> (buffered:
+ *         copy to the attached buffer) -> RTR already queued (RTR mode)
+ *         -> rendezvous RTS.
  *   receive: unexpected queue first, else post (and maybe send an RTR).
  */
 #include <stdlib.h>
@@ -20,9 +21,7 @@ static void complete_now(struct coop_request *r)
 
 int coop_p2p_send_rndv(struct coop_context *ctx, struct coop_request *r)
 {
-	if (ctx->proto->rtr && coop_rtr_take(ctx, r))
-		return COOP_SUCCESS;	/* the receiver asked first: write */
-	return coop_rndv_send(ctx, r);
+	return ctx->mpi->matching->send_rndv(ctx, r);
 }
 
 int coop_p2p_send_start(struct coop_context *ctx, struct coop_request *r)
@@ -37,21 +36,14 @@ int coop_p2p_send_start(struct coop_context *ctx, struct coop_request *r)
 		coop_req_fail(r, COOP_ERR_PEER_DEAD);
 		return COOP_ERR_PEER_DEAD;
 	}
-	if (ctx->proto->rtr) {
-		/* an RTR for this send may sit in our ring: take it in first,
-		 * before this send is numbered, so no RTS is wasted */
-		if (coop_req_rndv_sized(ctx, r))
-			coop_progress_once(ctx);
-		r->seq = coop_rtr_send_seq(ctx, r->comm, r->peer, r->tag, 0);
-	}
+	ctx->mpi->matching->number_send(ctx, r);
 	rc = coop_eager_send(ctx, r);
 	if (rc < 0) {
 		coop_req_fail(r, -rc);
 		return -rc;
 	}
 	if (rc > 0) {
-		if (ctx->proto->rtr)
-			coop_rtr_prune(ctx, r->comm, r->peer, r->tag, r->seq);
+		ctx->mpi->matching->sent_eagerly(ctx, r);
 		return COOP_SUCCESS;
 	}
 	if (r->flags & COOP_SEND_BUFFERED)
@@ -111,8 +103,7 @@ void coop_p2p_recv_post(struct coop_context *ctx, struct coop_request *r)
 		coop_req_fail(r, COOP_ERR_PEER_DEAD);
 		return;
 	}
-	if (coop_match_post(ctx, r))
-		coop_rtr_send(ctx, r);
+	coop_match_post(ctx, r);
 }
 
 /* A message arrives: the oldest posted receive it matches, else the
@@ -153,6 +144,8 @@ int coop_mpi_layer_init(struct coop_context *ctx)
 	dlist_init(&ms->prq);
 	dlist_init(&ms->umq);
 	dlist_init(&ms->bs.blocks);
+	if (coop_rtr_init(ctx))
+		return COOP_ERR_NOMEM;
 	coop_am_register(ctx, PKT_EAGER, on_arrival);
 	coop_am_register(ctx, PKT_EAGER_BB, on_arrival);
 	coop_am_register(ctx, PKT_RTS, on_arrival);
@@ -187,6 +180,9 @@ void coop_mpi_finalize(struct coop_context *ctx)
 
 void coop_mpi_layer_fini(struct coop_context *ctx)
 {
+	if (!ctx->mpi)
+		return;
+	coop_rtr_fini(ctx);
 	free(ctx->mpi);
 	ctx->mpi = NULL;
 }

@@ -151,7 +151,7 @@ int coop_eager_fast_fits(const struct coop_context *ctx, size_t len)
 {
 	return len <= PKT_INLINE_MAX ||
 	       (len <= PKT_SPAN_INLINE_MAX && len <= ctx->cfg.eager_max &&
-		!ctx->proto->rtr);
+		!ctx->proto->send_hooks);
 }
 
 int coop_eager_inline_fast(struct coop_context *ctx, const void *buf,
@@ -162,8 +162,9 @@ int coop_eager_inline_fast(struct coop_context *ctx, const void *buf,
 	unsigned n;
 	int rc;
 
-	if (ctx->proto->rtr)
-		env.seq = coop_rtr_send_seq(ctx, comm, dest, tag, 1);
+	if (ctx->proto->send_hooks)
+		env.seq = ctx->proto->send_hooks->eager_seq(ctx, comm, dest,
+							    tag);
 	n = fill_inline(ctx, pkts, &env, buf, len, NULL);
 	rc = send_inline_pkts(ctx, dest, pkts, n);
 	if (!rc)	/* no request: count it here, as req_account would */

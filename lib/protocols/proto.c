@@ -19,14 +19,11 @@ int coop_proto_layer_init(struct coop_context *ctx)
 	if (!ps)
 		return COOP_ERR_NOMEM;
 	ctx->proto = ps;
-	dlist_init(&ps->rts_sends);
-	ps->rtr = ctx->cfg.rndv == COOP_RNDV_RTR;
 	if (coop_pool_init(&ps->msgs, sizeof(struct coop_message),
-			   MSG_PREALLOC, MSG_MAX) || coop_tickets_init(ctx))
+			   MSG_PREALLOC, MSG_MAX))
 		return COOP_ERR_NOMEM;
 	coop_eager_register(ctx);
 	coop_rndv_register(ctx);
-	coop_rtr_register(ctx);
 	coop_dma_register(ctx);
 	coop_stripe_register(ctx);
 	coop_staged_register(ctx);
@@ -45,10 +42,15 @@ void coop_proto_layer_fini(struct coop_context *ctx)
 	coop_dma_fini(ctx);
 	coop_profile_fini(ctx);
 	coop_staged_fini(ctx);
-	coop_tickets_fini(ctx);
 	coop_pool_destroy(&ps->msgs);
 	free(ps);
 	ctx->proto = NULL;
+}
+
+void coop_proto_set_send_hooks(struct coop_context *ctx,
+			       const struct coop_send_hooks *h)
+{
+	ctx->proto->send_hooks = h;
 }
 
 int coop_proto_describe(struct coop_context *ctx, struct coop_msgdesc *m,

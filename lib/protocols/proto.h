@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * proto.h - the protocol layer's interface: how a message moves (eager,
- * rendezvous RGET/RPUT/COOP-p2p/bounce pipeline, receiver-initiated RTR,
- * DMA, striping, the COOP-hybrid choice) and the RTR tickets.  The layer
+ * rendezvous RGET/RPUT/COOP-p2p/bounce pipeline, the write an RTR asks
+ * for, DMA, striping, the COOP-hybrid choice).  The layer
  * registers its packet handlers and one struct coop_proto_ops per
  * protocol with the core (coop_proto_layer_init) and never calls the MPI
  * layer above; what it needs from it goes through the core's upcalls.
@@ -40,30 +40,26 @@ struct coop_message {
 	uint8_t data[PKT_SPAN_INLINE_MAX];
 };
 
-/* RTR bookkeeping per (comm, peer, tag) and wildcard suspension counts. */
-struct coop_triple {
-	uint64_t key;
-	uint32_t scount;	/* sends posted to peer */
-	uint32_t rcount;	/* receives ticketed / messages consumed */
-	uint32_t susp;		/* wildcard keys: pending wildcard receives */
-	uint32_t revoking;	/* a revoke handshake is pending */
-	struct dlist rtrq;	/* sender: queued RTRs (struct coop_message) */
-};
-
-struct coop_tickets {
-	struct coop_triple **tab;
-	uint32_t mask;
-	uint32_t used;
+/*
+ * Receiver-initiated matching (the MPI layer's RTR mode, mpi/rtr.c)
+ * numbers the sends that go out here and lets a send whose RTS is out
+ * take the receiver's RTR as its CTS; NULL when sends alone initiate.
+ */
+struct coop_send_hooks {
+	/* the number of the next send of (comm, dst, tag), which goes
+	 * eagerly without a request */
+	uint32_t (*eager_seq)(struct coop_context *ctx, uint16_t comm,
+			      int dst, int tag);
+	/* r's RTS is out: until its CTS, an RTR may answer it */
+	void (*rts_sent)(struct coop_context *ctx, struct coop_request *r);
 };
 
 struct coop_dma;
 
 /* The protocol layer's part of a context (ctx->proto). */
 struct coop_proto_state {
-	int rtr;		/* COOP_RNDV=rtr: tickets on */
 	struct coop_pool msgs;	/* struct coop_message */
-	struct dlist rts_sends;	/* RTR mode: long sends awaiting CTS/RTR */
-	struct coop_tickets tk;
+	const struct coop_send_hooks *send_hooks;	/* NULL: none */
 	struct coop_dma *dma;	/* PROTO_DMA state, NULL until needed */
 	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
 	int engine_none;	/* the provider said it has no offload engine */
@@ -74,6 +70,9 @@ struct coop_proto_state {
 /* proto.c: the layer's set-up, and what several protocols send */
 COOP_HIDDEN int coop_proto_layer_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_proto_layer_fini(struct coop_context *ctx);
+/* The layer above initiates from receivers too: these hooks see sends. */
+COOP_HIDDEN void coop_proto_set_send_hooks(struct coop_context *ctx,
+					   const struct coop_send_hooks *h);
 /*
  * The message an EAGER, EAGER_BB or RTS packet announces: 0, or -1 when
  * the packet cannot be one its sender's library wrote (inline data longer
@@ -103,17 +102,6 @@ COOP_HIDDEN void coop_proto_sender_fin(struct coop_request *s, int err,
 COOP_HIDDEN void coop_proto_send_slot_fin(struct coop_context *ctx,
 					  int peer, uint32_t slot);
 
-/* tickets.c: the (comm, peer, tag) table of RTR mode */
-COOP_HIDDEN int coop_tickets_init(struct coop_context *ctx);
-COOP_HIDDEN void coop_tickets_fini(struct coop_context *ctx);
-COOP_HIDDEN struct coop_triple *coop_triple_get(struct coop_context *ctx,
-						uint16_t comm, int peer,
-						int tag);
-/* Lookup without creating. */
-COOP_HIDDEN struct coop_triple *coop_triple_find(struct coop_context *ctx,
-						 uint16_t comm, int peer,
-						 int tag);
-
 /* eager.c */
 COOP_HIDDEN void coop_eager_register(struct coop_context *ctx);
 /* 1: r went eagerly (complete, or awaiting the ACK); 0: it must use a
@@ -141,8 +129,11 @@ COOP_HIDDEN int coop_rndv_send(struct coop_context *ctx,
 /* Receiver: an RTS met receive r. */
 COOP_HIDDEN void coop_rndv_matched(struct coop_request *r,
 				   const struct coop_msgdesc *m);
-/* Sender: copy to the receiver (RPUT/RTR share) or pipeline. */
-COOP_HIDDEN void coop_rndv_start_write(struct coop_request *r);
+/* Sender: an RTR (mpi/rtr.c) names receive rreq of the peer, cap bytes
+ * at key: send s writes into it (or pipelines), no RTS. */
+COOP_HIDDEN void coop_rndv_write_for_rtr(struct coop_request *s,
+					 uint32_t rreq, uint64_t cap,
+					 const struct coop_rkey *key);
 
 /* select.c: COOP-load's rule - the receiver's share of n bytes that
  * levels the sender's load ls and the receiver's lr (0..n) - and COOP's
@@ -258,22 +249,5 @@ static inline void coop_profile_completed(struct coop_request *r)
  * phase and destination, RGET while there is no prediction yet. */
 COOP_HIDDEN enum coop_proto coop_profile_choice(struct coop_context *ctx,
 						const struct coop_request *r);
-
-/* rtr.c */
-COOP_HIDDEN void coop_rtr_register(struct coop_context *ctx);
-/* Receiver: advertise receive r (ticketed) with an RTR. */
-COOP_HIDDEN void coop_rtr_send(struct coop_context *ctx,
-			       struct coop_request *r);
-/* Sender: the number (ticket) of the next send to (comm, dst, tag);
- * eager: it goes eagerly, RTRs up to it are void. */
-COOP_HIDDEN uint32_t coop_rtr_send_seq(struct coop_context *ctx,
-				       uint16_t comm, int dst, int tag,
-				       int eager);
-/* Sender: 1 when an RTR for send s was queued: s now writes (no RTS);
- * else 0. */
-COOP_HIDDEN int coop_rtr_take(struct coop_context *ctx,
-			      struct coop_request *s);
-COOP_HIDDEN void coop_rtr_prune(struct coop_context *ctx, uint16_t comm,
-				int dst, int tag, uint32_t upto);
 
 #endif

@@ -107,8 +107,8 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 	r->proto = (uint8_t)proto;
 	r->pending |= EV_PEER;
 	r->rts_sent = 1;
-	if (ctx->proto->rtr)
-		dlist_add_tail(&ctx->proto->rts_sends, &r->link);
+	if (ctx->proto->send_hooks)
+		ctx->proto->send_hooks->rts_sent(ctx, r);
 	rc = coop_send_pkt(ctx, r->peer, &pkt);
 	if (rc)
 		coop_req_fail(r, rc);
@@ -311,7 +311,7 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 
 /* ---------------- sender ---------------- */
 
-void coop_rndv_start_write(struct coop_request *r)
+static void start_write(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 	struct coop_rkey key = r->job.key;	/* set by the CTS/RTR */
@@ -331,10 +331,20 @@ void coop_rndv_start_write(struct coop_request *r)
 	coop_job_start(r, &a);
 }
 
+void coop_rndv_write_for_rtr(struct coop_request *s, uint32_t rreq,
+			     uint64_t cap, const struct coop_rkey *key)
+{
+	s->rid = rreq;
+	s->xfer = COOP_MIN(s->len, cap);
+	s->job.key = *key;
+	s->proto = PROTO_RTR;
+	start_write(s);
+}
+
 static void write_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 {
 	(void)p;
-	coop_rndv_start_write(s);
+	start_write(s);
 }
 
 /* COOP: our part of the copy, from the receiver's work slot. */
@@ -368,7 +378,7 @@ static void on_cts(struct coop_context *ctx, const union coop_pkt *pkt)
 
 	if (!s || s->kind != REQ_SEND || !(s->pending & EV_PEER))
 		return;
-	dlist_del(&s->link);	/* RTR mode: no longer awaits an RTR */
+	dlist_del(&s->link);	/* no longer awaits an RTR (rts_sent) */
 	if (!ops || !ops->on_cts) {
 		coop_req_fail(s, COOP_ERR_INTERNAL);
 		return;

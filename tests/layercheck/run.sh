@@ -103,13 +103,13 @@ if [[ -d $lib_obj/core ]]; then
 	run lib "$lib_obj" "${layers[@]}"
 	expect "$rc" "lib/obj: exit 0 (got $rc)"
 	cp -r "$lib_obj" "$tmp/lib"
-	printf 'void coop_match_resume(void *ctx, unsigned short comm);\n%s\n' \
-		'void core_upcall(void *ctx) { coop_match_resume(ctx, 0); }' \
+	printf 'void coop_rtr_resume(void *ctx, unsigned short comm);\n%s\n' \
+		'void core_upcall(void *ctx) { coop_rtr_resume(ctx, 0); }' \
 		>"$tmp/core_upcall.c"
 	cc -c -fvisibility=hidden "$tmp/core_upcall.c" \
 		-o "$tmp/lib/core/core_upcall.o"
 	run lib-up "$tmp/lib" "${layers[@]}"
-	want="layer violation: core/core_upcall.o (core) uses coop_match_resume defined in mpi/match.o (mpi)"
+	want="layer violation: core/core_upcall.o (core) uses coop_rtr_resume defined in mpi/rtr.o (mpi)"
 	[[ $rc == 1 ]] && grep -qxF "$want" <<<"$out"
 	expect $? "lib/obj + a core call into mpi/: '$want'"
 fi

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "mpi.h"
 
 static uint64_t triple_key(uint16_t comm, int peer, int tag)
 {
@@ -63,7 +63,7 @@ static uint32_t triple_slot(const struct coop_tickets *tk, uint64_t k)
 struct coop_triple *coop_triple_find(struct coop_context *ctx, uint16_t comm,
 				     int peer, int tag)
 {
-	struct coop_tickets *tk = &ctx->proto->tk;
+	struct coop_tickets *tk = &ctx->mpi->tk;
 
 	return tk->tab[triple_slot(tk, triple_key(comm, peer, tag))];
 }
@@ -71,7 +71,7 @@ struct coop_triple *coop_triple_find(struct coop_context *ctx, uint16_t comm,
 struct coop_triple *coop_triple_get(struct coop_context *ctx, uint16_t comm,
 				    int peer, int tag)
 {
-	struct coop_tickets *tk = &ctx->proto->tk;
+	struct coop_tickets *tk = &ctx->mpi->tk;
 	uint64_t k = triple_key(comm, peer, tag);
 	uint32_t h = triple_slot(tk, k);
 	struct coop_triple *t = tk->tab[h];
@@ -95,12 +95,12 @@ struct coop_triple *coop_triple_get(struct coop_context *ctx, uint16_t comm,
 
 int coop_tickets_init(struct coop_context *ctx)
 {
-	return tk_grow(&ctx->proto->tk);
+	return tk_grow(&ctx->mpi->tk);
 }
 
 void coop_tickets_fini(struct coop_context *ctx)
 {
-	struct coop_tickets *tk = &ctx->proto->tk;
+	struct coop_tickets *tk = &ctx->mpi->tk;
 	uint32_t i;
 
 	for (i = 0; tk->tab && i <= tk->mask; i++)
