@@ -36,9 +36,9 @@ static void fill(coop_status_t *st, int src, int tag, size_t count)
 				       .count = count };
 }
 
-/* One step: progress, then look.  NULL: nothing yet. */
-static struct coop_message *look(struct coop_context *ctx, int src, int tag,
-				 uint32_t comm)
+/* One step: progress, then look again.  NULL: nothing yet. */
+static struct coop_message *progress_and_find(struct coop_context *ctx,
+					      int src, int tag, uint32_t comm)
 {
 	struct coop_message *u;
 
@@ -70,7 +70,7 @@ static int probe(struct coop_context *ctx, int src, int tag, uint32_t comm,
 		*out = &msg_noproc;
 		return COOP_SUCCESS;
 	}
-	while (!(u = look(ctx, src, tag, comm))) {
+	while (!(u = progress_and_find(ctx, src, tag, comm))) {
 		if (!block)
 			return COOP_SUCCESS;
 		if (source_dead(ctx, src))

@@ -211,7 +211,7 @@ static int xfer_slot_alloc_locked(coop_context_t *ctx, int peer, size_t len,
 		return rc;
 	if (!slot || !len || split > len)
 		return COOP_ERR_ARG;
-	s = coop_seg_work_alloc(&ctx->seg, len, coop_job_coop_chunk(ctx, len),
+	s = coop_seg_work_alloc(&ctx->seg, len, coop_job_shared_chunk(ctx, len),
 				split, peer);
 	if (s < 0)
 		return COOP_ERR_NOMEM;

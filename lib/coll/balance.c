@@ -51,7 +51,7 @@ int coop_coll_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 
 /* Does rank r hold block e's data (its origin, or a transfer to r
  * carries it)? */
-static int holds(const struct bal *s, uint32_t e, int r)
+static int has_block(const struct bal *s, uint32_t e, int r)
 {
 	const struct nbr_balance *b = s->b;
 	uint32_t x, k;
@@ -76,7 +76,7 @@ static int movable(const struct bal *s, const struct nbr_xfer *x, int h)
 		uint32_t e = s->b->blk[x->blk0 + k];
 
 		if (s->op == NBR_ALLGATHER ?
-		    s->g->from[e] != x->from : holds(s, e, h))
+		    s->g->from[e] != x->from : has_block(s, e, h))
 			return 0;
 	}
 	return 1;

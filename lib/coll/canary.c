@@ -236,7 +236,7 @@ static void tree_publish(const struct nbr_plan *p, uint32_t x)
 }
 
 /* Did the receiver consume up to call - bufs, given its count? */
-static int frees(uint64_t consumed, uint64_t call, uint64_t bufs)
+static int released_by(uint64_t consumed, uint64_t call, uint64_t bufs)
 {
 	return consumed + bufs > call;
 }
@@ -249,8 +249,8 @@ static int slot_free(const struct nbr_plan *p, uint32_t x, uint64_t call)
 	uint64_t b = buf_index(p, x, call);
 
 	if (*collided_of(p->slots, lead, b) >> (b % 64) & 1)
-		return frees(LOAD_ACQ(&slot_of(p, x)->consumed), call,
-			     p->slots->grp[x].bufs);
+		return released_by(LOAD_ACQ(&slot_of(p, x)->consumed), call,
+				   p->slots->grp[x].bufs);
 	return LOAD_ACQ(canary_of(p, x, call)) == COOP_NBR_CANARY;
 }
 
@@ -277,17 +277,18 @@ static int tree_ready(const struct coop_topo *t, struct nbr_plan *p,
 	uint64_t least = UINT64_MAX;
 	uint32_t k;
 
-	if (frees(s->tree_seen, call, SLOT_BUFS))
+	if (released_by(s->tree_seen, call, SLOT_BUFS))
 		return 1;
 	for (k = 0; k < s->arity; k++)
 		least = with_ready(p, least,
 				   coop_nbr_tree_top(p, t->ctx->rank, k));
 	s->tree_seen = least;
-	return frees(least, call, SLOT_BUFS);
+	return released_by(least, call, SLOT_BUFS);
 }
 
 /* Does an open slot take len bytes in one buffer? */
-static int fits(const struct nbr_slots *s, uint32_t x, uint64_t len)
+static int fits_a_buffer(const struct nbr_slots *s, uint32_t x,
+			 uint64_t len)
 {
 	return len <= s->open && len <= s->cap[x];
 }
@@ -320,7 +321,7 @@ uint32_t coop_nbr_open_turns(const struct nbr_plan *p, uint32_t x,
 {
 	const struct nbr_slots *s = p->slots;
 
-	if (lost || fits(s, x, len) || !streams(s, x, len))
+	if (lost || fits_a_buffer(s, x, len) || !streams(s, x, len))
 		return 1;
 	return coop_nbr_open_parts(p, x, len);
 }
@@ -329,7 +330,7 @@ uint32_t coop_nbr_open_turns(const struct nbr_plan *p, uint32_t x,
  * (more than its entry's word holds)? */
 static int in_buffer(const struct nbr_slots *s, uint32_t x, size_t len)
 {
-	return len > 8 && fits(s, x, len);
+	return len > 8 && fits_a_buffer(s, x, len);
 }
 
 /* Sender of an open packed slot: did the receiver take the call a lap
@@ -460,8 +461,8 @@ static void rearm(struct nbr_plan *p, uint32_t x, uint64_t call,
 
 /* Receiver: x is done with call (flag: the one the buffer had).  The
  * group's last member re-arms (the members' loads are done before). */
-static void taken(struct nbr_plan *p, uint32_t x, uint64_t call,
-		  uint64_t flag)
+static void receiver_done(struct nbr_plan *p, uint32_t x, uint64_t call,
+			  uint64_t flag)
 {
 	struct slot_group *g = group_of(p, x);
 
@@ -512,13 +513,13 @@ int coop_nbr_slot_take(struct nbr_plan *p, uint32_t x, uint64_t call,
 		return take_wait(p, x);
 	if (!rc)
 		memcpy(dst, data_of(p, x, call, len), len);
-	taken(p, x, call, flag);
+	receiver_done(p, x, call, flag);
 	return rc;
 }
 
 void coop_nbr_slot_pass(struct nbr_plan *p, uint32_t x, uint64_t call)
 {
-	taken(p, x, call, 0);
+	receiver_done(p, x, call, 0);
 }
 
 /* ---------------- open slots ---------------- */
@@ -573,7 +574,8 @@ int coop_nbr_open_write(struct nbr_plan *p, uint32_t x, uint64_t turn,
 	if (lost) {
 		trailer = 0;
 		len = 0;
-	} else if (fits(p->slots, x, total) || streams(p->slots, x, total)) {
+	} else if (fits_a_buffer(p->slots, x, total) ||
+		   streams(p->slots, x, total)) {
 		trailer |= TRAILER_DATA;
 		p->slots->sends++;
 	} else {
@@ -630,7 +632,7 @@ static int canary_take(struct nbr_plan *p, uint32_t x, uint64_t turn,
 		return take_wait(p, x);
 	if (!rc)
 		rc = open_copy(p, x, turn, LOAD_ACQ(len_word(p, x, turn)), d);
-	taken(p, x, turn, flag);
+	receiver_done(p, x, turn, flag);
 	return rc;
 }
 
@@ -643,7 +645,7 @@ static int entry_take(struct nbr_plan *p, uint32_t x, uint64_t turn,
 	if (trailer == COOP_NBR_CANARY)
 		return take_wait(p, x);
 	rc = trailer ? open_copy(p, x, turn, trailer, d) : COOP_ERR_PEER_DEAD;
-	taken(p, x, turn, 0);
+	receiver_done(p, x, turn, 0);
 	return rc;
 }
 

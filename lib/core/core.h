@@ -122,7 +122,7 @@ struct coop_job_args {
 };
 
 /* The chunk size of a cooperative copy of len bytes (COOP-chunked). */
-COOP_HIDDEN uint64_t coop_job_coop_chunk(const struct coop_context *ctx,
+COOP_HIDDEN uint64_t coop_job_shared_chunk(const struct coop_context *ctx,
 					 uint64_t len);
 /* Start r->job: queued, its share charged to our pending load (unless
  * r->precharged). */

@@ -40,13 +40,12 @@
  * COOP_CHUNK; COOP-p2p about an eighth of the message (at least 128 KiB,
  * at most COOP_CHUNK) so the split stays fine enough for one side to help
  * the other, while big chunks cost fewer system calls and page-pinning
- * rounds (measured here: 16 MiB window bandwidth +15% with 1 MiB chunks
- * over 128 KiB ones).
+ * rounds.
  */
 #define COOP_CHUNK_PARTS 8
 #define COOP_CHUNK_FLOOR (128u << 10)
 
-uint64_t coop_job_coop_chunk(const struct coop_context *ctx, uint64_t len)
+uint64_t coop_job_shared_chunk(const struct coop_context *ctx, uint64_t len)
 {
 	uint64_t c = ((len / COOP_CHUNK_PARTS) + 4095) & ~(uint64_t)4095;
 	uint64_t floor = COOP_MIN((uint64_t)COOP_CHUNK_FLOOR, ctx->cfg.chunk);
@@ -187,14 +186,14 @@ static uint64_t claim_range(struct coop_job *j, int side, uint64_t *n)
 
 /* Claim the next chunk: its offset, or UINT64_MAX when none is to be
  * had.  Cooperative jobs take their own range first, then help with the
- * partner's (a help_only job only when help is allowed). */
-static uint64_t job_claim(struct coop_job *j, uint64_t *n, int help)
+ * partner's (a help_only job only when may_help). */
+static uint64_t job_claim(struct coop_job *j, uint64_t *n, int may_help)
 {
 	uint64_t off;
 
 	if (j->shared) {
 		off = claim_range(j, j->side, n);
-		if (off != UINT64_MAX || (j->help_only && !help))
+		if (off != UINT64_MAX || (j->help_only && !may_help))
 			return off;
 		return claim_range(j, !j->side, n);
 	}
@@ -277,14 +276,15 @@ static void job_account(struct coop_context *ctx, struct coop_job *j,
 }
 
 /* One chunk of job j: 1 progress made, 0 stalled. */
-static int job_run(struct coop_context *ctx, struct coop_job *j, int help)
+static int job_run(struct coop_context *ctx, struct coop_job *j,
+		   int may_help)
 {
 	uint64_t n = 0, off;
 	ssize_t rc;
 
 	if (j->kind == JOB_PUSH)
 		return job_push(ctx, j);
-	off = job_claim(j, &n, help);
+	off = job_claim(j, &n, may_help);
 	if (off == UINT64_MAX) {
 		/* cooperative: done when the partner's chunks are in too */
 		if (j->shared && __atomic_load_n(&j->shared->done,
@@ -304,8 +304,8 @@ static int job_run(struct coop_context *ctx, struct coop_job *j, int help)
 /* One chunk of the first job that can make progress; that job goes to
  * the back, so concurrent jobs take turns and a job that only waits for
  * its partner's chunks (COOP-p2p) notices their end behind a long one.
- * help: assisting jobs may take chunks of their partner's range too. */
-static int job_pass(struct coop_context *ctx, int help)
+ * may_help: assisting jobs may take chunks of their partner's range too. */
+static int job_pass(struct coop_context *ctx, int may_help)
 {
 	struct dlist *pos, *tmp;
 
@@ -314,7 +314,7 @@ static int job_pass(struct coop_context *ctx, int help)
 
 		if (j->copying)		/* another thread's */
 			continue;
-		if (job_run(ctx, j, help)) {
+		if (job_run(ctx, j, may_help)) {
 			if (j->queued) {
 				dlist_del(&j->link);
 				dlist_add_tail(&ctx->jobs, &j->link);

@@ -213,7 +213,7 @@ static int coop_matched(struct coop_request *r, const struct coop_msgdesc *m,
 			uint64_t split)
 {
 	struct coop_context *ctx = r->ctx;
-	uint64_t chunk = coop_job_coop_chunk(ctx, r->xfer);
+	uint64_t chunk = coop_job_shared_chunk(ctx, r->xfer);
 	int slot = coop_seg_work_alloc(&ctx->seg, r->xfer, chunk, split,
 				       m->src);
 	struct coop_cts_args a = { .proto = PROTO_COOP, .slot = (uint32_t)slot,

@@ -353,7 +353,8 @@ static int md_busy(uct_coop_md_t *md)
  * exchange, a ring) has no idle CPU to give: it declines at once, and the
  * reader copies all of it, as a single-copy transport would.
  */
-static void help(uct_coop_md_t *md, int src, const struct coop_help *h)
+static void help_peer_read(uct_coop_md_t *md, int src,
+			   const struct coop_help *h)
 {
 	uct_coop_memh_t *m = uct_coop_md_find_reg(md, h->src_cookie,
 						  h->src_off, h->len);
@@ -386,7 +387,7 @@ void uct_coop_md_help_msg(uct_coop_md_t *md, int src, const void *msg,
 	}
 	memcpy(&h, msg, sizeof(h));
 	if (h.type == UCT_COOP_MSG_HELP)
-		help(md, src, &h);
+		help_peer_read(md, src, &h);
 	else if (h.type == UCT_COOP_MSG_DONE)
 		coop_xfer_slot_release(md->ctx, src, h.slot);
 	else
