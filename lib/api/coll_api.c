@@ -80,8 +80,8 @@ static void wait_backlogs(coop_topo_t *t, enum coop_nbr_op op)
 			coop_wait_backlog(t->ctx, p->v[v].peer);
 }
 
-static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
-		      coop_request_t **req, int mode)
+static int neighbor_call_locked(coop_topo_t *t, const struct nbr_args *a,
+				coop_request_t **req, int mode)
 {
 	coop_request_t *r = NULL;
 	int rc;
@@ -102,10 +102,10 @@ static int nbr_locked(coop_topo_t *t, const struct nbr_args *a,
 	return rc;
 }
 
-static int nbr(coop_topo_t *t, const struct nbr_args *a, coop_request_t **req,
-	       int mode)
+static int neighbor_call(coop_topo_t *t, const struct nbr_args *a,
+			 coop_request_t **req, int mode)
 {
-	COOP_LOCKED(t ? t->ctx : NULL, nbr_locked(t, a, req, mode));
+	COOP_LOCKED(t ? t->ctx : NULL, neighbor_call_locked(t, a, req, mode));
 }
 
 static int allgather(coop_topo_t *t, const void *sbuf, size_t sbytes,
@@ -117,7 +117,7 @@ static int allgather(coop_topo_t *t, const void *sbuf, size_t sbytes,
 			      .rbytes = rbytes, .rcounts = rcounts,
 			      .rdispls = rdispls };
 
-	return nbr(t, &a, req, mode);
+	return neighbor_call(t, &a, req, mode);
 }
 
 static int alltoall(coop_topo_t *t, const void *sbuf, size_t sbytes,
@@ -131,7 +131,7 @@ static int alltoall(coop_topo_t *t, const void *sbuf, size_t sbytes,
 			      .rbytes = rbytes, .rcounts = rcounts,
 			      .rdispls = rdispls };
 
-	return nbr(t, &a, req, mode);
+	return neighbor_call(t, &a, req, mode);
 }
 
 /* The v forms: their arrays must be there (checked per block later). */
