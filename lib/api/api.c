@@ -112,11 +112,11 @@ static int start(struct coop_request *r)
 
 	if (r->kind == REQ_COLL)
 		return coop_coll_start(r);
-	enter = coop_profile_clock(ctx);
+	enter = coop_observe_post_begin(ctx);
 
-	/* profiling: a post sees what arrived before it, as the models
-	 * assume (a receive matches an RTS already there, a send sees a
-	 * CTS) */
+	/* observed (profiling): a post sees what arrived before it, as
+	 * the models assume (a receive matches an RTS already there, a
+	 * send sees a CTS) */
 	if (enter)
 		coop_progress_once(ctx);
 	coop_req_activate(r);
@@ -128,7 +128,7 @@ static int start(struct coop_request *r)
 		rc = COOP_ERR_PEER_DEAD;
 	if (enter && !rc) {
 		coop_progress_once(ctx);
-		coop_profile_posted(r, enter);
+		coop_observe_posted(r, enter);
 	}
 	return rc;
 }

@@ -37,7 +37,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 		}
 		return COOP_SUCCESS;
 	}
-	coop_profile_completed(r);
+	coop_observe_completed(r);
 	err = r->err;
 	if (st) {
 		*st = r->status;
@@ -56,7 +56,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
  * else to do, so assisting copy jobs may take chunks (core/job.c). */
 static void progress_blocked(struct coop_context *ctx)
 {
-	uint64_t t0 = ctx->proto->profile ? coop_now_ns() : 0;
+	uint64_t t0 = coop_observe_block_begin(ctx);
 	int n;
 
 	ctx->blocked++;
@@ -66,16 +66,14 @@ static void progress_blocked(struct coop_context *ctx)
 		ctx->idle = 0;
 	else
 		coop_idle(ctx);
-	if (t0)
-		coop_profile_blocked(ctx, coop_now_ns() - t0);
+	coop_observe_block_end(ctx, t0);
 }
 
 static int wait_internal(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 
-	if (r->prof_msg && !r->prof_wait_ns)
-		r->prof_wait_ns = coop_profile_clock(ctx);
+	coop_observe_wait_began(r);
 	while (!r->complete)
 		progress_blocked(ctx);
 	ctx->idle = 0;
@@ -173,21 +171,14 @@ static struct coop_context *pending_ctx(int count, coop_request_t **reqs)
 	return NULL;
 }
 
-/* Profiled requests: a completion call for them begins now. */
-static void profile_wait_began(int count, coop_request_t **reqs)
+/* The observer hears that a completion call for reqs begins. */
+static void wait_began(int count, coop_request_t **reqs)
 {
-	uint64_t now = 0;
 	int i;
 
-	for (i = 0; i < count; i++) {
-		struct coop_request *r = reqs[i];
-
-		if (is_idle(r) || !r->prof_msg || r->prof_wait_ns)
-			continue;
-		if (!now)
-			now = coop_profile_clock(r->ctx);
-		r->prof_wait_ns = now;
-	}
+	for (i = 0; i < count; i++)
+		if (!is_idle(reqs[i]))
+			coop_observe_wait_began(reqs[i]);
 }
 
 static int waitall_locked(int count, coop_request_t **reqs,
@@ -197,7 +188,7 @@ static int waitall_locked(int count, coop_request_t **reqs,
 
 	if (check_array(count, reqs))
 		return COOP_ERR_ARG;
-	profile_wait_began(count, reqs);
+	wait_began(count, reqs);
 	while ((ctx = pending_ctx(count, reqs)) != NULL) {
 		progress_blocked(ctx);
 		last = ctx;

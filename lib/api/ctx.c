@@ -521,7 +521,7 @@ static int pcontrol_locked(coop_context_t *ctx, int phase)
 {
 	if (!ctx || phase < 0)
 		return COOP_ERR_ARG;
-	return coop_profile_phase(ctx, phase);
+	return coop_observe_phase(ctx, phase);
 }
 
 int coop_pcontrol(coop_context_t *ctx, int phase)

@@ -10,7 +10,8 @@
  * UCP_DEFINE_AM do) - packet handlers by type (coop_am_register), one
  * struct coop_proto_ops per protocol (coop_proto_register), a callback
  * per copy job (struct coop_job_ops), a completion callback per request,
- * and the upcalls of struct coop_upcalls.  File map: README.md here.
+ * the upcalls of struct coop_upcalls and an observer's struct
+ * coop_observer_ops (profiling).  File map: README.md here.
  */
 #ifndef COOP_CORE_H
 #define COOP_CORE_H
@@ -204,8 +205,12 @@ struct coop_request {
 	uint8_t proto;		/* enum coop_proto */
 	uint8_t rts_sent;	/* send: an RTS went out */
 	uint32_t rid;		/* the peer's request id */
-	/* COOP_RNDV=profile: the message's place in its phase log */
-	uint16_t prof_msg;	/* index + 1, 0: not recorded */
+	/* the observer's record of it (COOP_RNDV=profile: the message's
+	 * place in its phase log): activation clears it, then only the
+	 * observer writes it */
+	uint16_t prof_msg;	/* index + 1, 0: not recorded (the core
+				 * passes only a recorded request's wait
+				 * and completion on) */
 	uint8_t prof_slot;	/* the phase's slot */
 	uint8_t prof_dir;	/* 0 send, 1 receive */
 	uint32_t prof_iter;	/* the phase iteration it was posted in */
@@ -318,6 +323,31 @@ struct coop_upcalls {
 	unsigned non;		/* of those, on */
 };
 
+/*
+ * An observer of the application's communication calls: profiling
+ * (protocols/profile.c, COOP_RNDV=profile).  The layer that owns it
+ * registers its ops at init; the layer that sees the calls (api/)
+ * reports posts, completion calls, blocking and phases through the
+ * coop_observe_* entry points below, which pass them on.  Without an
+ * observer each is a pointer test.  Times are on the observer's clock.
+ */
+struct coop_observer_ops {
+	/* The clock it times calls by, ns (never 0). */
+	uint64_t (*clock)(const struct coop_context *ctx);
+	/* r was started by a call that began at enter_ns: the observer sets
+	 * r->prof_msg when it records r. */
+	void (*posted)(struct coop_request *r, uint64_t enter_ns);
+	/* A completion call for recorded r begins (maybe not the first). */
+	void (*wait_began)(struct coop_request *r);
+	/* A completion call returns recorded r, complete. */
+	void (*completed)(struct coop_request *r);
+	/* A caller spent ns blocked in a completion call's progress step. */
+	void (*blocked)(struct coop_context *ctx, uint64_t ns);
+	/* coop_pcontrol(): the calls from now on belong to phase (0:
+	 * none); a COOP error code. */
+	int (*phase)(struct coop_context *ctx, int phase);
+};
+
 /* ---------------- the context ---------------- */
 
 struct coop_pkt_node {
@@ -378,6 +408,7 @@ struct coop_context {
 	coop_peer_gone_cb peer_gone[COOP_PEER_GONE_MAX];
 	unsigned npeer_gone;
 	struct coop_upcalls up;
+	const struct coop_observer_ops *observer;	/* NULL: none */
 	/* the application's handlers (api/msg.c): PKT_USER, PKT_USER_DATA,
 	 * peers that went */
 	void (*msg_cb)(void *arg, int src, const void *msg, size_t len);
@@ -513,6 +544,68 @@ static inline const struct coop_proto_ops *
 coop_proto_ops(const struct coop_context *ctx, unsigned p)
 {
 	return p < PROTO_COUNT ? ctx->protos[p] : NULL;
+}
+
+/* ---------------- the observer ---------------- */
+
+/* One observer at a time: the last registration wins. */
+static inline void coop_observer_register(struct coop_context *ctx,
+					  const struct coop_observer_ops *ops)
+{
+	ctx->observer = ops;
+}
+
+static inline void coop_observer_unregister(struct coop_context *ctx)
+{
+	ctx->observer = NULL;
+}
+
+/* A call that posts a request begins: the observer's clock, 0 without
+ * an observer (then the post goes unreported). */
+static inline uint64_t coop_observe_post_begin(const struct coop_context *ctx)
+{
+	return ctx->observer ? ctx->observer->clock(ctx) : 0;
+}
+
+/* ... it started r (enter: what coop_observe_post_begin gave, not 0). */
+static inline void coop_observe_posted(struct coop_request *r, uint64_t enter)
+{
+	r->ctx->observer->posted(r, enter);
+}
+
+/* A completion call for r begins. */
+static inline void coop_observe_wait_began(struct coop_request *r)
+{
+	if (r->prof_msg)	/* only a recorded request, so observed */
+		r->ctx->observer->wait_began(r);
+}
+
+/* A completion call returns r, complete. */
+static inline void coop_observe_completed(struct coop_request *r)
+{
+	if (r->prof_msg)
+		r->ctx->observer->completed(r);
+}
+
+/* A completion call's progress step begins: the wall clock, 0 without
+ * an observer; and it ended (t0: what that gave). */
+static inline uint64_t coop_observe_block_begin(const struct coop_context *ctx)
+{
+	return ctx->observer ? coop_now_ns() : 0;
+}
+
+static inline void coop_observe_block_end(struct coop_context *ctx,
+					  uint64_t t0)
+{
+	if (t0)
+		ctx->observer->blocked(ctx, coop_now_ns() - t0);
+}
+
+/* coop_pcontrol(ctx, phase); without an observer a no-op, as in MPI. */
+static inline int coop_observe_phase(struct coop_context *ctx, int phase)
+{
+	return ctx->observer ? ctx->observer->phase(ctx, phase) :
+			       COOP_SUCCESS;
 }
 
 /* ---------------- progress (progress.c) ---------------- */

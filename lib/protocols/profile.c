@@ -24,6 +24,12 @@
  * A log is published under a sequence count (odd while written) with
  * the phase id and the iteration; a reader copies it and checks both.
  *
+ * The calls reach this file as the core's observer (struct
+ * coop_observer_ops, registered at init): posts, completion calls, time
+ * blocked in them and coop_pcontrol, reported by the API layer through
+ * the core.  rndv.c asks for the choice through ctx->proto's
+ * profile_choice, set here too.
+ *
  * Calls are timed on a compute clock: the wall clock less the time this
  * rank spent blocked in completion calls.  What lies between two logged
  * calls is then the rank's own work, not waits in other communication
@@ -85,24 +91,14 @@ struct coop_profile {
 	uint64_t blocked_ns;	/* spent blocked in completion calls */
 };
 
-void coop_profile_blocked(struct coop_context *ctx, uint64_t ns)
+static void add_blocked(struct coop_context *ctx, uint64_t ns)
 {
-	if (ctx->proto->profile)
-		ctx->proto->profile->blocked_ns += ns;
+	ctx->proto->profile->blocked_ns += ns;
 }
 
-uint64_t coop_profile_clock(const struct coop_context *ctx)
+static uint64_t compute_clock(const struct coop_context *ctx)
 {
-	const struct coop_profile *pf = ctx->proto->profile;
-
-	return pf ? coop_now_ns() - pf->blocked_ns : 0;
-}
-
-uint64_t coop_profile_notes_bytes(const struct coop_context *ctx)
-{
-	return ctx->cfg.rndv == COOP_RNDV_PROFILE ?
-	       (uint64_t)PROF_PHASES * (uint64_t)ctx->size *
-	       sizeof(struct prof_log) : 0;
+	return coop_now_ns() - ctx->proto->profile->blocked_ns;
 }
 
 static void slot_free(struct prof_slot *s, int n)
@@ -120,35 +116,6 @@ static void slot_free(struct prof_slot *s, int n)
 	free(s->chosen_iter);
 	free(s->chosen);
 	memset(s, 0, sizeof(*s));
-}
-
-int coop_profile_init(struct coop_context *ctx)
-{
-	struct coop_profile *pf;
-
-	if (ctx->cfg.rndv != COOP_RNDV_PROFILE || ctx->dynamic)
-		return COOP_SUCCESS;
-	pf = calloc(1, sizeof(*pf));
-	if (!pf)
-		return COOP_ERR_NOMEM;
-	pf->cur = -1;
-	pf->costs.call_ns = 1000;
-	pf->costs.hop_ns = 2000;
-	ctx->proto->profile = pf;
-	return COOP_SUCCESS;
-}
-
-void coop_profile_fini(struct coop_context *ctx)
-{
-	struct coop_profile *pf = ctx->proto->profile;
-	int i;
-
-	if (!pf)
-		return;
-	for (i = 0; i < PROF_PHASES; i++)
-		slot_free(&pf->slot[i], ctx->size);
-	free(pf);
-	ctx->proto->profile = NULL;
 }
 
 /* ---------------- phases ---------------- */
@@ -199,7 +166,7 @@ static void phase_end(struct coop_context *ctx, int i)
 {
 	struct prof_slot *s = &ctx->proto->profile->slot[i];
 	unsigned char *notes = coop_staged_notes(ctx, ctx->rank);
-	uint64_t now = coop_profile_clock(ctx);
+	uint64_t now = compute_clock(ctx);
 	int d;
 
 	for (d = 0; d < ctx->size; d++) {
@@ -219,14 +186,12 @@ static void phase_end(struct coop_context *ctx, int i)
 	}
 }
 
-int coop_profile_phase(struct coop_context *ctx, int phase)
+static int set_phase(struct coop_context *ctx, int phase)
 {
 	struct coop_profile *pf = ctx->proto->profile;
 	struct prof_slot *s;
 	int i;
 
-	if (!pf)
-		return COOP_SUCCESS;	/* not profiling: a no-op, as in MPI */
 	if (pf->cur >= 0)
 		phase_end(ctx, pf->cur);
 	pf->cur = -1;
@@ -238,7 +203,7 @@ int coop_profile_phase(struct coop_context *ctx, int phase)
 		return COOP_ERR_NOMEM;
 	s->iter++;
 	s->start = coop_now_ns();
-	s->start_compute = coop_profile_clock(ctx);
+	s->start_compute = compute_clock(ctx);
 	pf->cur = i;
 	return COOP_SUCCESS;
 }
@@ -270,7 +235,7 @@ static void add_event(struct prof_log *l, uint32_t msg, uint32_t op,
 		l->ev[l->nev++] = (struct prof_event){ enter, leave, msg, op };
 }
 
-void coop_profile_posted(struct coop_request *r, uint64_t enter_ns)
+static void log_post(struct coop_request *r, uint64_t enter_ns)
 {
 	struct coop_context *ctx = r->ctx;
 	struct coop_profile *pf = ctx->proto->profile;
@@ -278,7 +243,7 @@ void coop_profile_posted(struct coop_request *r, uint64_t enter_ns)
 	struct prof_log *l;
 
 	r->prof_msg = 0;
-	if (!pf || pf->cur < 0 || r->peer < 0 || r->peer >= ctx->size ||
+	if (pf->cur < 0 || r->peer < 0 || r->peer >= ctx->size ||
 	    r->len <= ctx->cfg.eager_max ||
 	    (r->kind != REQ_SEND && r->kind != REQ_RECV))
 		return;
@@ -287,14 +252,23 @@ void coop_profile_posted(struct coop_request *r, uint64_t enter_ns)
 		return;
 	l->bytes[l->nmsg] = r->len;
 	add_event(l, l->nmsg, COOP_MODEL_POST, enter_ns,
-		  coop_profile_clock(ctx));
+		  compute_clock(ctx));
 	r->prof_msg = (uint16_t)(++l->nmsg);
 	r->prof_slot = (uint8_t)pf->cur;
 	r->prof_dir = (uint8_t)dir;
 	r->prof_iter = pf->slot[pf->cur].iter;
 }
 
-void coop_profile_msg_completed(struct coop_request *r)
+/* The first completion call for r ends the compute before its wait. */
+static void wait_began(struct coop_request *r)
+{
+	if (!r->prof_wait_ns)
+		r->prof_wait_ns = compute_clock(r->ctx);
+}
+
+/* A completion call returns it: its wait, from its first completion
+ * call on, ends now. */
+static void log_completion(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 	struct coop_profile *pf = ctx->proto->profile;
@@ -302,13 +276,13 @@ void coop_profile_msg_completed(struct coop_request *r)
 	struct prof_log *l;
 	uint64_t now;
 
-	if (!pf || pf->cur != r->prof_slot)
+	if (pf->cur != r->prof_slot)
 		return;
 	s = &pf->slot[r->prof_slot];
 	l = s->cur[r->prof_dir][r->peer];
 	if (!l || s->iter != r->prof_iter)
 		return;		/* completed in a later phase or iteration */
-	now = coop_profile_clock(ctx);
+	now = compute_clock(ctx);
 	add_event(l, r->prof_msg - 1u, COOP_MODEL_WAIT,
 		  r->prof_wait_ns ? r->prof_wait_ns : now, now);
 	r->prof_msg = 0;
@@ -435,8 +409,10 @@ static int predict(struct coop_context *ctx, const struct prof_log *snd,
 	return coop_model_best(&pf->costs, &p, end);
 }
 
-enum coop_proto coop_profile_choice(struct coop_context *ctx,
-				    const struct coop_request *r)
+/* The protocol of rendezvous send r: the one predicted best for its
+ * phase and destination, RGET while there is no prediction yet. */
+static enum coop_proto choose(struct coop_context *ctx,
+			      const struct coop_request *r)
 {
 	struct coop_profile *pf = ctx->proto->profile;
 	struct prof_slot *s;
@@ -444,7 +420,7 @@ enum coop_proto coop_profile_choice(struct coop_context *ctx,
 	uint64_t end[COOP_MODEL_COUNT];
 	int d = r->peer, best;
 
-	if (!pf || pf->cur < 0)
+	if (pf->cur < 0)
 		return PROTO_RGET;
 	s = &pf->slot[pf->cur];
 	if (s->chosen_iter[d] == s->iter)
@@ -466,4 +442,51 @@ enum coop_proto coop_profile_choice(struct coop_context *ctx,
 			 (double)end[0] / 1e3, (double)end[1] / 1e3,
 			 (double)end[2] / 1e3, (double)end[3] / 1e3);
 	return model_proto[best];
+}
+
+/* ---------------- set-up ---------------- */
+
+static const struct coop_observer_ops profile_observer = {
+	.clock = compute_clock,
+	.posted = log_post,
+	.wait_began = wait_began,
+	.completed = log_completion,
+	.blocked = add_blocked,
+	.phase = set_phase,
+};
+
+int coop_profile_init(struct coop_context *ctx)
+{
+	struct coop_proto_state *ps = ctx->proto;
+	struct coop_profile *pf;
+
+	if (ctx->cfg.rndv != COOP_RNDV_PROFILE || ctx->dynamic)
+		return COOP_SUCCESS;
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return COOP_ERR_NOMEM;
+	pf->cur = -1;
+	pf->costs.call_ns = 1000;
+	pf->costs.hop_ns = 2000;
+	ps->profile = pf;
+	ps->stage_notes_bytes = (uint64_t)PROF_PHASES * (uint64_t)ctx->size *
+				sizeof(struct prof_log);
+	ps->profile_choice = choose;
+	coop_observer_register(ctx, &profile_observer);
+	return COOP_SUCCESS;
+}
+
+void coop_profile_fini(struct coop_context *ctx)
+{
+	struct coop_proto_state *ps = ctx->proto;
+	int i;
+
+	if (!ps->profile)
+		return;
+	coop_observer_unregister(ctx);
+	ps->profile_choice = NULL;
+	for (i = 0; i < PROF_PHASES; i++)
+		slot_free(&ps->profile->slot[i], ctx->size);
+	free(ps->profile);
+	ps->profile = NULL;
 }

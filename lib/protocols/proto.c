@@ -28,6 +28,7 @@ int coop_proto_layer_init(struct coop_context *ctx)
 	coop_stripe_register(ctx);
 	coop_staged_register(ctx);
 	coop_dma_init(ctx);
+	/* profile.c first: it sizes the staging files' notes */
 	if (coop_profile_init(ctx))
 		return COOP_ERR_NOMEM;
 	return coop_staged_init(ctx);

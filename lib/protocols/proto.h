@@ -64,7 +64,12 @@ struct coop_proto_state {
 	double stripe_ratio;	/* PROTO_STRIPE's R in use, < 0: not known */
 	int engine_none;	/* the provider said it has no offload engine */
 	struct coop_staged *staged;	/* PRECOPY/POSTCOPY, NULL: unused */
-	struct coop_profile *profile;	/* COOP_RNDV=profile, else NULL */
+	/* COOP_RNDV=profile (profile.c, set at its init; else NULL, 0) */
+	struct coop_profile *profile;
+	/* the protocol predicted best for rendezvous send r */
+	enum coop_proto (*profile_choice)(struct coop_context *ctx,
+					  const struct coop_request *r);
+	uint64_t stage_notes_bytes;	/* each staging file's notes area */
 };
 
 /* proto.c: the layer's set-up, and what several protocols send */
@@ -222,32 +227,11 @@ COOP_HIDDEN int coop_staged_send(struct coop_context *ctx,
 COOP_HIDDEN unsigned char *coop_staged_notes(struct coop_context *ctx,
 					     int rank);
 
-/* profile.c: [Marathe]'s profile-guided selection (COOP_RNDV=profile) */
-/* The notes each rank publishes (its receive logs): bytes, 0 when the
- * settings do not profile. */
-COOP_HIDDEN uint64_t coop_profile_notes_bytes(const struct coop_context *ctx);
+/* profile.c: [Marathe]'s profile-guided selection (COOP_RNDV=profile).
+ * When the settings profile, init sets ctx->proto's profile fields
+ * (before coop_staged_init, which reads stage_notes_bytes) and
+ * registers the core's observer; fini undoes both. */
 COOP_HIDDEN int coop_profile_init(struct coop_context *ctx);
 COOP_HIDDEN void coop_profile_fini(struct coop_context *ctx);
-/* coop_pcontrol(): the calls from now on belong to phase (0: none). */
-COOP_HIDDEN int coop_profile_phase(struct coop_context *ctx, int phase);
-/* The compute clock (profile.c) in ns, 0 when not profiling; and time
- * the caller just spent blocked in a completion call, taken off it. */
-COOP_HIDDEN uint64_t coop_profile_clock(const struct coop_context *ctx);
-COOP_HIDDEN void coop_profile_blocked(struct coop_context *ctx, uint64_t ns);
-/* A post (r started, its call entered at enter_ns) and a completion
- * (its completion call began at r->prof_wait_ns, or now), both on the
- * compute clock. */
-COOP_HIDDEN void coop_profile_posted(struct coop_request *r,
-				     uint64_t enter_ns);
-COOP_HIDDEN void coop_profile_msg_completed(struct coop_request *r);
-static inline void coop_profile_completed(struct coop_request *r)
-{
-	if (r->prof_msg)	/* only a profiled message has an event */
-		coop_profile_msg_completed(r);
-}
-/* The protocol of rendezvous send r: the one predicted best for its
- * phase and destination, RGET while there is no prediction yet. */
-COOP_HIDDEN enum coop_proto coop_profile_choice(struct coop_context *ctx,
-						const struct coop_request *r);
 
 #endif

@@ -56,8 +56,9 @@ static enum coop_proto choose_proto(struct coop_context *ctx,
 		return PROTO_PRECOPY;
 	case COOP_RNDV_POSTCOPY:
 		return PROTO_POSTCOPY;
-	case COOP_RNDV_PROFILE:	/* profile.c */
-		return coop_profile_choice(ctx, r);
+	case COOP_RNDV_PROFILE:	/* profile.c; a dynamic domain has none */
+		return ctx->proto->profile_choice ?
+		       ctx->proto->profile_choice(ctx, r) : PROTO_RGET;
 	case COOP_RNDV_AUTO:
 	default:
 		/* all-DMA only when asked for: it trades bandwidth for

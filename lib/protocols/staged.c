@@ -67,7 +67,7 @@ int coop_staged_init(struct coop_context *ctx)
 	sg->inbox = calloc((size_t)ctx->size, sizeof(*sg->inbox));
 	rc = sg->peer && sg->inbox ?
 	     coop_stage_create(&sg->own, ctx->key, ctx->rank, ctx->size, out,
-			       in, coop_profile_notes_bytes(ctx)) : -ENOMEM;
+			       in, ctx->proto->stage_notes_bytes) : -ENOMEM;
 	if (rc) {
 		coop_log(ctx->rank, "cannot create the staging area: %s",
 			 strerror(-rc));
@@ -108,7 +108,7 @@ static const struct coop_stage *stage_of(struct coop_context *ctx, int r)
 		return &sg->own;
 	if (!sg->peer[r].map &&
 	    coop_stage_map(&sg->peer[r], ctx->key, r, ctx->size,
-			   coop_profile_notes_bytes(ctx)))
+			   ctx->proto->stage_notes_bytes))
 		return NULL;
 	return &sg->peer[r];
 }
