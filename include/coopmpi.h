@@ -399,8 +399,9 @@ COOP_API const char *coop_strerror(int err);
  * comment lines, then NAME=value with the value the current environment
  * gives it (lib/coop_info is this call).  Needs no context.
  * Returns COOP_SUCCESS, COOP_ERR_ARG (out NULL), COOP_ERR_CONFIG (the
- * environment holds a value coop_init would refuse; the table is printed
- * all the same, with the default in its place).
+ * environment holds a value coop_init, or coop_init_from_env, would
+ * refuse; the table is printed all the same, with the default - or
+ * nothing, where there is none - in its place).
  */
 COOP_API int coop_config_print(FILE *out);
 

@@ -3,15 +3,14 @@
  * bootstrap.c - coop_init_from_env(): standalone start-up on one node.
  *
  * scripts/cooprun sets COOP_RANK, COOP_SIZE and COOP_JOB (16 hex digits,
- * unique per launch; it is also the job key).  Every rank creates-or-opens
+ * unique per launch; it is also the job key), the boot section of the
+ * settings table (core/config.c).  Every rank creates-or-opens
  * the same file /dev/shm/coopmpi-<job>-boot (same size: idempotent),
  * publishes its address blob in its own slot, waits for all slots, connects,
  * then meets the others at a counter barrier before the file is unlinked.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -39,30 +38,6 @@ struct boot {
 	uint64_t deadline_ns;
 	int rank;
 };
-
-static int env_int(const char *var, long lo, long hi, long *out)
-{
-	const char *s = getenv(var);
-	char *end;
-
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	*out = strtol(s, &end, 10);
-	return errno || *end || *out < lo || *out > hi ? -1 : 0;
-}
-
-static int env_job(uint64_t *key)
-{
-	const char *s = getenv("COOP_JOB");
-	char *end;
-
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	*key = strtoull(s, &end, 16);
-	return errno || *end ? -1 : 0;
-}
 
 /* Spin briefly, then sleep 50 us; 0 when cond holds, -1 at deadline. */
 static int wait_until(struct boot *b, int (*cond)(struct boot *, int), int n)
@@ -152,19 +127,19 @@ int coop_init_from_env(coop_context_t **out)
 {
 	coop_init_params_t p = { .size = sizeof(p) };
 	struct coop_context *ctx;
+	struct coop_boot_env env;
 	struct boot b;
-	long rank, size;
 	int rc;
 
 	if (!out)
 		return COOP_ERR_ARG;
 	memset(&b, 0, sizeof(b));
-	if (env_int("COOP_SIZE", 1, 65533, &size) ||
-	    env_int("COOP_RANK", 0, size - 1, &rank) || env_job(&p.job_key))
+	if (coop_config_load_boot(&env))
 		return fail(-1, "COOP_RANK/COOP_SIZE/COOP_JOB missing or "
 			    "invalid (start with scripts/cooprun)");
-	p.rank = (int)rank;
-	p.nranks = (int)size;
+	p.rank = (int)env.rank;
+	p.nranks = (int)env.size;
+	p.job_key = env.job;
 	rc = coop_init(&p, &ctx);
 	if (rc)
 		return rc;

@@ -4,7 +4,8 @@
  * ompi_info tell theirs.
  *   coop_info            every setting: documentation, default, accepted
  *                        values, the value in effect (exit 1: a value
- *                        coop_init() would refuse)
+ *                        coop_init() or coop_init_from_env() would
+ *                        refuse)
  *   coop_info -c         every setting on a line: value, default, source
  *   coop_info --status   module, device, provider this process would get
  *                        and why (exit 1: not the driver, unless

@@ -20,7 +20,15 @@
 #define GIB (1ULL << 30)
 #define TIB (1ULL << 40)
 
-enum cfg_type { CFG_SIZE, CFG_UINT, CFG_MS, CFG_RATIO, CFG_ENUM, CFG_TEXT };
+/* CFG_HEX: 64 bits in hex digits, as scripts/cooprun writes COOP_JOB */
+enum cfg_type {
+	CFG_SIZE, CFG_UINT, CFG_MS, CFG_RATIO, CFG_ENUM, CFG_TEXT, CFG_HEX,
+};
+
+/* cfg_entry.flags */
+#define CFG_AGREE 1	/* all ranks must have the same value */
+#define CFG_POW2 2	/* a power of two >= 4, or 0 when the range has it:
+			 * the shm provider masks ring and box positions */
 
 /* An enumerated setting's words and the value each one stores. */
 struct cfg_word {
@@ -31,15 +39,16 @@ struct cfg_word {
 struct cfg_entry {
 	const char *name;
 	enum cfg_type type;
-	size_t offset;		/* of the field in struct coop_config */
-	const char *def;	/* default, as a user writes it */
+	size_t offset;		/* of the field in its section's struct */
+	const char *def;	/* default, as a user writes it; NULL: none */
 	uint64_t lo, hi;	/* SIZE, UINT, MS: accepted range */
 	const struct cfg_word *words;	/* ENUM, NULL-terminated */
-	int agree;		/* all ranks must have the same value */
+	unsigned flags;		/* CFG_AGREE, CFG_POW2 */
 	const char *doc;
 };
 
 #define FIELD(f) offsetof(struct coop_config, f)
+#define BOOT(f) offsetof(struct coop_boot_env, f)
 
 static const struct cfg_word order_words[] = {
 	{ "color", 1 }, { "list", 0 }, { NULL, 0 },
@@ -113,12 +122,14 @@ static const struct cfg_entry table[] = {
 	  "cannot use /dev/coopmpi - a note when the module is not loaded, a "
 	  "warning naming the cause and its fix for a permission problem, an "
 	  "ABI mismatch or a limit; 0: silent" },
-	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL, 1,
+	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL,
+	  CFG_AGREE,
 	  "largest message sent eagerly through a bounce buffer (messages of "
 	  "<= 48 bytes always go inline; 0: only inline eager); costs "
 	  "COOP_BOUNCE_SLOTS slots of max(this, 64 KiB) of shared memory per "
 	  "rank" },
-	{ "COOP_RNDV", CFG_ENUM, FIELD(rndv), "auto", 0, 0, rndv_words, 1,
+	{ "COOP_RNDV", CFG_ENUM, FIELD(rndv), "auto", 0, 0, rndv_words,
+	  CFG_AGREE,
 	  "rendezvous protocol: auto (COOP-hybrid: the receiver chooses per "
 	  "message from the calls' blocking and the ranks' copy loads), "
 	  "rget, rput, rtr (receiver initiated), coop (COOP-p2p: both copy), "
@@ -131,7 +142,8 @@ static const struct cfg_entry table[] = {
 	  "phases coop_pcontrol() marks, each destination gets the one of "
 	  "rget, rput, precopy and postcopy its last iteration's profile "
 	  "predicts best (RGET until there is one, and outside phases)" },
-	{ "COOP_COOP_MIN", CFG_SIZE, FIELD(coop_min), "64k", 0, TIB, NULL, 1,
+	{ "COOP_COOP_MIN", CFG_SIZE, FIELD(coop_min), "64k", 0, TIB, NULL,
+	  CFG_AGREE,
 	  "auto mode: smaller rendezvous messages are RGET" },
 	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "1m", 4 * KIB, GIB, NULL, 0,
 	  "COOP-chunked: the largest copy done without looking at the "
@@ -164,7 +176,8 @@ static const struct cfg_entry table[] = {
 	  "the offload engine counts as busy while the node has this many "
 	  "bytes in flight on it (offload counters): no new striped or "
 	  "offloaded transfer then (0: never busy)" },
-	{ "COOP_ENGINE", CFG_ENUM, FIELD(engine), "dma", 0, 0, engine_words, 1,
+	{ "COOP_ENGINE", CFG_ENUM, FIELD(engine), "dma", 0, 0, engine_words,
+	  CFG_AGREE,
 	  "the offload engine (COOP_RNDV=dma/stripe, COOP_OFFLOAD, auto "
 	  "mode's striping, COOP_XFER_ENGINE): dma (the provider's own: the "
 	  "coopmpi driver's DMA channel; the shm provider has none) or hca "
@@ -187,41 +200,41 @@ static const struct cfg_entry table[] = {
 	  "COOP_RNDV=postcopy: each rank's staging area for the messages it "
 	  "receives, split evenly among the ranks that send to it" },
 	{ "COOP_NEIGHBOR_ORDER", CFG_ENUM, FIELD(nbr_order), "list", 0, 0,
-	  order_words, 1,
+	  order_words, CFG_AGREE,
 	  "neighborhood collectives: how a rank's sends start; list: all at "
 	  "once, in the order of the graph's Welsh-Powell colouring; color: "
 	  "in its rounds, each after the previous one completed (the "
 	  "paper's: no receiver is a hot spot, but a round waits for its "
 	  "slowest receiver)" },
 	{ "COOP_NEIGHBOR_TREE_MAX", CFG_SIZE, FIELD(nbr_tree_max), "256", 0,
-	  MIB, NULL, 1,
+	  MIB, NULL, CFG_AGREE,
 	  "neighborhood collectives of a COOP_TOPO_EXACT_BYTES topology "
 	  "with blocks of at most this: tree balancing (busy senders hand "
 	  "messages to idle ranks that forward them); 0: never" },
 	{ "COOP_NEIGHBOR_TREE_SHARED", CFG_SIZE, FIELD(nbr_tree_shared), "0",
-	  0, MIB, NULL, 1,
+	  0, MIB, NULL, CFG_AGREE,
 	  "COOP_NEIGHBOR_TREE_MAX when a rank of the topology counts more "
 	  "ranks than CPUs: a forward is one more rank to be scheduled "
 	  "before the message arrives (0: no balancing there)" },
 	{ "COOP_NEIGHBOR_TREE_T", CFG_UINT, FIELD(nbr_tree_t), "2", 0, 1024,
-	  NULL, 1,
+	  NULL, CFG_AGREE,
 	  "tree balancing: stop when the busiest and the idlest rank's "
 	  "sends differ by at most this (the paper's t)" },
 	{ "COOP_NEIGHBOR_TREE_LO", CFG_UINT, FIELD(nbr_tree_lo), "1", 0, 1024,
-	  NULL, 1,
+	  NULL, CFG_AGREE,
 	  "tree balancing: ceil(L/o), the messages a sender sends itself "
 	  "while a forwarder's copy is on its way" },
 	{ "COOP_NEIGHBOR_EAGER_MAX", CFG_SIZE, FIELD(nbr_eager_max), "8k",
-	  256, GIB, NULL, 1,
+	  256, GIB, NULL, CFG_AGREE,
 	  "neighborhood collectives: larger messages skip the bounce copy "
 	  "(single-copy rendezvous): every rank sends and receives at once, "
 	  "so copies per byte, not latency, decide" },
 	{ "COOP_NEIGHBOR_EAGER_SHARED", CFG_SIZE, FIELD(nbr_eager_shared),
-	  "16k", 256, GIB, NULL, 1,
+	  "16k", 256, GIB, NULL, CFG_AGREE,
 	  "COOP_NEIGHBOR_EAGER_MAX when the ranks outnumber the CPUs they "
 	  "may run on: a handshake's waits cost context switches there" },
 	{ "COOP_NEIGHBOR_SLOT_MAX", CFG_SIZE, FIELD(nbr_slot_max), "64k", 0,
-	  MIB, NULL, 1,
+	  MIB, NULL, CFG_AGREE,
 	  "neighborhood collectives of a COOP_TOPO_STATIC_BUFFERS topology: "
 	  "messages of at most this go through static slots in the "
 	  "receiver's shared memory (canary completion, no matching), "
@@ -229,7 +242,7 @@ static const struct cfg_entry table[] = {
 	  "(COOP_NEIGHBOR_STREAM_MAX) or go as point-to-point messages; "
 	  "0: never" },
 	{ "COOP_NEIGHBOR_STREAM_MAX", CFG_SIZE, FIELD(nbr_stream_max), "16m", 0,
-	  TIB, NULL, 1,
+	  TIB, NULL, CFG_AGREE,
 	  "neighborhood collectives, direct RTR: blocks larger than a slot "
 	  "and up to this stream through it in parts of a slot buffer, the "
 	  "receiver copying one part out while the sender writes the next "
@@ -239,7 +252,7 @@ static const struct cfg_entry table[] = {
 	  "COOP_NEIGHBOR_SLOT_OPEN); larger blocks are point-to-point "
 	  "messages; 0: never" },
 	{ "COOP_NEIGHBOR_SLOT_OPEN", CFG_SIZE, FIELD(nbr_slot_open), "64k", 0,
-	  64 * KIB, NULL, 1,
+	  64 * KIB, NULL, CFG_AGREE,
 	  "neighborhood collectives of topologies without "
 	  "COOP_TOPO_STATIC_BUFFERS: messages of at most this go through "
 	  "slots in the receiver's shared memory too, each call's length "
@@ -247,14 +260,14 @@ static const struct cfg_entry table[] = {
 	  "up to COOP_NEIGHBOR_STREAM_MAX, or say there that they come as "
 	  "point-to-point messages); 0: never" },
 	{ "COOP_NEIGHBOR_RTR", CFG_ENUM, FIELD(nbr_rtr_tree), "direct", 0, 0,
-	  rtr_words, 1,
+	  rtr_words, CFG_AGREE,
 	  "static slots: how a sender learns that a receiver took the data "
 	  "it wrote four calls ago; direct: it finds the slot buffer's "
 	  "canary armed again; tree: receivers combine their counts in a "
 	  "tree per sender (COOP_NEIGHBOR_RTR_ARITY children each), the "
 	  "sender reads its top's" },
 	{ "COOP_NEIGHBOR_RTR_ARITY", CFG_UINT, FIELD(nbr_rtr_arity), "4", 1,
-	  64, NULL, 1,
+	  64, NULL, CFG_AGREE,
 	  "COOP_NEIGHBOR_RTR=tree: children per tree node" },
 	{ "COOP_CMA", CFG_ENUM, FIELD(cma_off), "auto", 0, 0, cma_words, 0,
 	  "off: never copy across processes in one step, pipeline large "
@@ -262,10 +275,10 @@ static const struct cfg_entry table[] = {
 	  "provider: process_vm_readv/writev; the driver's copies are not "
 	  "CMA and stay on)" },
 	{ "COOP_RING_SLOTS", CFG_UINT, FIELD(ring_slots), "1024", 16,
-	  1u << 20, NULL, 0,
+	  1u << 20, NULL, CFG_POW2,
 	  "control ring slots per endpoint, a power of two (shm provider)" },
 	{ "COOP_FBOX_SLOTS", CFG_UINT, FIELD(fbox_slots), "64", 0, 4096,
-	  NULL, 0,
+	  NULL, CFG_POW2,
 	  "fast box slots per sender (shm provider, static domains): a "
 	  "power of two >= 4, 0 none (every message through the ring)" },
 	{ "COOP_FBOX_SENDERS", CFG_UINT, FIELD(fbox_senders), "32", 0, 64,
@@ -305,13 +318,39 @@ static const struct cfg_entry table[] = {
 	  "puts it)" },
 };
 
+/*
+ * coop_init_from_env()'s section: scripts/cooprun's variables, which
+ * coop_init() does not read - an MPI's processes may carry them from a
+ * launcher of their own, with values that are not ours.
+ */
+static const struct cfg_entry boot_table[] = {
+	{ "COOP_SIZE", CFG_UINT, BOOT(size), NULL, 1, 65533, NULL, 0,
+	  "coop_init_from_env(): the number of ranks; scripts/cooprun sets "
+	  "it, COOP_RANK and COOP_JOB, which coop_init() does not read" },
+	{ "COOP_RANK", CFG_UINT, BOOT(rank), NULL, 0, 65532, NULL, 0,
+	  "coop_init_from_env(): this process's rank, below COOP_SIZE" },
+	{ "COOP_JOB", CFG_HEX, BOOT(job), NULL, 0, 0, NULL, 0,
+	  "coop_init_from_env(): the job key, unique per launch (the name of "
+	  "its rendezvous file in /dev/shm too)" },
+};
+
 #define NENTRIES (sizeof(table) / sizeof(table[0]))
+#define NBOOT (sizeof(boot_table) / sizeof(boot_table[0]))
 
 static int bad(const char *var, const char *val)
 {
 	fprintf(stderr, "coopmpi: invalid %s=\"%s\" (coop_info lists the "
 		"settings)\n", var, val);
 	return COOP_ERR_CONFIG;
+}
+
+/* The environment's text for e, NULL when it gives none (unset or
+ * empty, as everywhere in the table). */
+static const char *env_of(const struct cfg_entry *e)
+{
+	const char *s = getenv(e->name);
+
+	return s && *s ? s : NULL;
 }
 
 /* Unsigned number with optional k/m/g suffix: 0, or -1 when malformed. */
@@ -330,6 +369,19 @@ static int parse_size(const char *s, unsigned long long *v)
 	default: break;
 	}
 	return *end ? -1 : 0;
+}
+
+static int parse_hex(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 16);
+	if (errno || end == s || *end)
+		return -1;
+	*out = v;
+	return 0;
 }
 
 static int parse_ratio(const char *s, double *out)
@@ -360,11 +412,18 @@ static int parse_word(const struct cfg_word *w, const char *s, int *out)
 	return -1;
 }
 
-/* Store the text s (a default or the environment's) into its field. */
-static int parse(const struct cfg_entry *e, const char *s,
-		 struct coop_config *cfg)
+static int out_of_range(const struct cfg_entry *e, unsigned long long v)
 {
-	char *field = (char *)cfg + e->offset;
+	if (v < e->lo || v > e->hi)
+		return 1;
+	return (e->flags & CFG_POW2) && v && (v < 4 || (v & (v - 1)));
+}
+
+/* Store the text s (a default or the environment's) into its field of
+ * base, the struct of e's section. */
+static int parse(const struct cfg_entry *e, const char *s, void *base)
+{
+	char *field = (char *)base + e->offset;
 	unsigned long long v;
 
 	switch (e->type) {
@@ -377,12 +436,14 @@ static int parse(const struct cfg_entry *e, const char *s,
 			return -1;
 		strcpy(field, s);
 		return 0;
+	case CFG_HEX:
+		return parse_hex(s, (uint64_t *)field);
 	default:
 		break;
 	}
 	if (e->words && !parse_word(e->words, s, (int *)field))
 		return 0;	/* a CFG_UINT's word */
-	if (parse_size(s, &v) || v < e->lo || v > e->hi)
+	if (parse_size(s, &v) || out_of_range(e, v))
 		return -1;
 	if (e->type == CFG_SIZE)
 		*(size_t *)field = (size_t)v;
@@ -393,37 +454,85 @@ static int parse(const struct cfg_entry *e, const char *s,
 	return 0;
 }
 
-int coop_config_load(struct coop_config *cfg)
+/* Fill base from the n entries' defaults and the environment: the code
+ * of the last refusal, each refused value named on stderr. */
+static int load(const struct cfg_entry *t, unsigned n, void *base)
 {
 	const char *s;
 	unsigned i;
 	int rc = COOP_SUCCESS;
 
-	memset(cfg, 0, sizeof(*cfg));
-	for (i = 0; i < NENTRIES; i++) {
-		s = getenv(table[i].name);
-		if (parse(&table[i], table[i].def, cfg))
+	for (i = 0; i < n; i++) {
+		s = env_of(&t[i]);
+		if (t[i].def && parse(&t[i], t[i].def, base))
 			abort();	/* a default outside its own range */
-		if (s && *s && parse(&table[i], s, cfg))
-			rc = bad(table[i].name, s);
+		if (s && parse(&t[i], s, base))
+			rc = bad(t[i].name, s);
 	}
-	s = getenv("COOP_RING_SLOTS");
-	if (!rc && (cfg->ring_slots & (cfg->ring_slots - 1)))
-		rc = bad("COOP_RING_SLOTS", s);
-	s = getenv("COOP_FBOX_SLOTS");
-	if (!rc && cfg->fbox_slots &&
-	    (cfg->fbox_slots < 4 || (cfg->fbox_slots & (cfg->fbox_slots - 1))))
-		rc = bad("COOP_FBOX_SLOTS", s);
 	return rc;
 }
 
-/* The value of entry e in cfg, as the user would write it. */
-static void value_text(const struct cfg_entry *e,
-		       const struct coop_config *cfg, char *buf, size_t len)
+int coop_config_load(struct coop_config *cfg)
 {
-	const char *field = (const char *)cfg + e->offset;
+	memset(cfg, 0, sizeof(*cfg));
+	return load(table, NENTRIES, cfg);
+}
+
+/* The entry of the section t (n entries) named by the len bytes at name,
+ * or NULL. */
+static const struct cfg_entry *find(const struct cfg_entry *t, unsigned n,
+				    const char *name, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (!strncmp(t[i].name, name, len) && !t[i].name[len])
+			return &t[i];
+	return NULL;
+}
+
+int coop_config_load_boot(struct coop_boot_env *b)
+{
+	static const char name[] = "COOP_RANK";
+	const struct cfg_entry *rank;
+	unsigned i;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	rc = load(boot_table, NBOOT, b);
+	for (i = 0; i < NBOOT && !rc; i++)
+		if (!env_of(&boot_table[i]))
+			rc = COOP_ERR_BOOTSTRAP;
+	rank = find(boot_table, NBOOT, name, sizeof(name) - 1);
+	if (!rc && b->rank >= b->size)
+		rc = bad(rank->name, env_of(rank));
+	return rc;
+}
+
+/* Has e a value: a default, or one the environment gives and e takes? */
+static int has_value(const struct cfg_entry *e)
+{
+	union {
+		struct coop_config cfg;
+		struct coop_boot_env boot;
+	} scratch;
+	const char *s = env_of(e);
+
+	return e->def || (s && !parse(e, s, &scratch));
+}
+
+/* The value of entry e in base, as the user would write it (nothing for
+ * one without a value). */
+static void value_text(const struct cfg_entry *e, const void *base,
+		       char *buf, size_t len)
+{
+	const char *field = (const char *)base + e->offset;
 	const struct cfg_word *w;
 
+	if (!has_value(e)) {
+		buf[0] = 0;
+		return;
+	}
 	switch (e->type) {
 	case CFG_SIZE:
 		snprintf(buf, len, "%zu", *(const size_t *)field);
@@ -456,6 +565,10 @@ static void value_text(const struct cfg_entry *e,
 	case CFG_TEXT:
 		snprintf(buf, len, "%s", field);
 		break;
+	case CFG_HEX:
+		snprintf(buf, len, "%016llx",
+			 (unsigned long long)*(const uint64_t *)field);
+		break;
 	}
 }
 
@@ -473,6 +586,9 @@ static void range_text(const struct cfg_entry *e, char *buf, size_t len)
 		snprintf(buf, len, "a name of < %d characters, or unset",
 			 COOP_CFG_TEXT_MAX);
 		return;
+	case CFG_HEX:
+		snprintf(buf, len, "up to 16 hex digits");
+		return;
 	case CFG_ENUM:
 		buf[0] = 0;
 		for (w = e->words; w->word && n < len; w++)
@@ -480,13 +596,22 @@ static void range_text(const struct cfg_entry *e, char *buf, size_t len)
 					      n ? "|" : "", w->word);
 		return;
 	default:
-		snprintf(buf, len, "%llu..%llu%s%s%s",
+		snprintf(buf, len, "%llu..%llu%s%s%s%s",
 			 (unsigned long long)e->lo, (unsigned long long)e->hi,
 			 e->type == CFG_SIZE ? " bytes (k, m, g suffixes)" :
 			 e->type == CFG_MS ? " ms" : "",
+			 !(e->flags & CFG_POW2) ? "" :
+			 e->lo ? ", a power of two" :
+			 ", 0 or a power of two >= 4",
 			 e->words ? " or " : "",
 			 e->words ? e->words[0].word : "");
 	}
+}
+
+/* The default as a user writes it. */
+static const char *def_text(const struct cfg_entry *e)
+{
+	return e->def && *e->def ? e->def : "(unset)";
 }
 
 #define WRAP 72
@@ -511,26 +636,37 @@ static void print_comment(FILE *out, const char *text)
 	}
 }
 
-/* One entry: its documentation as comment lines, then NAME=value. */
+/* One entry of the section whose struct is base: its documentation as
+ * comment lines, then NAME=value. */
 static void print_entry(FILE *out, const struct cfg_entry *e,
-			const struct coop_config *cfg)
+			const void *base)
 {
 	char val[64], range[128], line[256];
 
-	value_text(e, cfg, val, sizeof(val));
+	value_text(e, base, val, sizeof(val));
 	range_text(e, range, sizeof(range));
 	fprintf(out, "#\n");
 	print_comment(out, e->doc);
 	snprintf(line, sizeof(line), "default %s; accepted: %s%s",
-		 *e->def ? e->def : "(unset)", range,
-		 e->agree ? "; all ranks must agree" : "");
+		 def_text(e), range,
+		 e->flags & CFG_AGREE ? "; all ranks must agree" : "");
 	print_comment(out, line);
 	fprintf(out, "%s=%s\n", e->name, val);
+}
+
+/* The boot section as this environment gives it: rc, or the refusal of
+ * one of its values (one it lacks is no refusal outside cooprun). */
+static int load_boot_shown(struct coop_boot_env *b, int rc)
+{
+	int boot = coop_config_load_boot(b);
+
+	return rc || boot != COOP_ERR_CONFIG ? rc : boot;
 }
 
 int coop_config_print_table(FILE *out, const struct coop_config *cfg)
 {
 	struct coop_config cur;
+	struct coop_boot_env boot;
 	unsigned i;
 	int rc = COOP_SUCCESS;
 
@@ -538,30 +674,39 @@ int coop_config_print_table(FILE *out, const struct coop_config *cfg)
 		rc = coop_config_load(&cur);
 		cfg = &cur;
 	}
+	rc = load_boot_shown(&boot, rc);
 	fprintf(out, "# libcoopmpi settings (environment variables), with "
 		"the values in effect\n");
 	for (i = 0; i < NENTRIES; i++)
 		print_entry(out, &table[i], cfg);
+	for (i = 0; i < NBOOT; i++)
+		print_entry(out, &boot_table[i], &boot);
 	return rc;
+}
+
+static void print_line(FILE *out, const struct cfg_entry *e,
+		       const void *base)
+{
+	char val[64];
+
+	value_text(e, base, val, sizeof(val));
+	fprintf(out, "%-28s %-16s %-16s %s\n", e->name, val, def_text(e),
+		env_of(e) ? "environment" : "default");
 }
 
 int coop_config_print_brief(FILE *out)
 {
 	struct coop_config cur;
-	const char *env;
-	char val[64];
+	struct coop_boot_env boot;
 	unsigned i;
-	int rc = coop_config_load(&cur);
+	int rc = load_boot_shown(&boot, coop_config_load(&cur));
 
 	fprintf(out, "%-28s %-16s %-16s %s\n", "# setting", "value",
 		"default", "source");
-	for (i = 0; i < NENTRIES; i++) {
-		env = getenv(table[i].name);
-		value_text(&table[i], &cur, val, sizeof(val));
-		fprintf(out, "%-28s %-16s %-16s %s\n", table[i].name, val,
-			*table[i].def ? table[i].def : "(unset)",
-			env && *env ? "environment" : "default");
-	}
+	for (i = 0; i < NENTRIES; i++)
+		print_line(out, &table[i], &cur);
+	for (i = 0; i < NBOOT; i++)
+		print_line(out, &boot_table[i], &boot);
 	return rc;
 }
 
@@ -579,7 +724,7 @@ uint64_t coop_config_hash(const struct coop_config *cfg, const char *prov)
 	unsigned i;
 
 	for (i = 0; i < NENTRIES; i++) {
-		if (!table[i].agree)
+		if (!(table[i].flags & CFG_AGREE))
 			continue;
 		value_text(&table[i], cfg, val, sizeof(val));
 		for (c = val; *c; c++)
@@ -599,7 +744,7 @@ const char *coop_config_agreed_names(void)
 	if (names[0])
 		return names;
 	for (i = 0; i < NENTRIES && n < sizeof(names); i++)
-		if (table[i].agree)
+		if (table[i].flags & CFG_AGREE)
 			n += (size_t)snprintf(names + n, sizeof(names) - n,
 					      "%s%s", n ? "/" : "",
 					      table[i].name);

@@ -86,14 +86,26 @@ struct coop_config {
 	unsigned progress_cpu;	/* COOP_PROGRESS_CPU, COOP_CPU_NONE */
 };
 
+/* coop_init_from_env()'s own section of the table (scripts/cooprun's
+ * variables), which coop_init() does not read. */
+struct coop_boot_env {
+	unsigned size;		/* COOP_SIZE */
+	unsigned rank;		/* COOP_RANK, below size */
+	uint64_t job;		/* COOP_JOB */
+};
+
 /* Fill cfg from the defaults and the environment; COOP_ERR_CONFIG on a
  * bad value (and one line on stderr naming it). */
 int coop_config_load(struct coop_config *cfg);
-/* Print the table with cfg's values (NULL: the environment's); the
- * result of loading them. */
+/* Fill b from the environment: COOP_ERR_CONFIG as coop_config_load,
+ * else COOP_ERR_BOOTSTRAP when a variable is missing. */
+int coop_config_load_boot(struct coop_boot_env *b);
+/* Print the table with cfg's values (NULL: the environment's), and the
+ * boot section's from the environment; the result of loading them (a
+ * boot variable missing is none). */
 int coop_config_print_table(FILE *out, const struct coop_config *cfg);
-/* One line per setting: the environment's value, the default and which
- * of the two is in effect; the result of loading them. */
+/* One line per setting (the boot section's too): the value in effect,
+ * the default and where the value comes from; as the above. */
 int coop_config_print_brief(FILE *out);
 /* Hash of the settings all ranks must agree on. */
 uint64_t coop_config_hash(const struct coop_config *cfg, const char *prov);

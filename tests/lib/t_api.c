@@ -73,6 +73,9 @@ static const char *const bad_env[][2] = {
 	{ "COOP_NEIGHBOR_RTR", "ring" },
 	{ "COOP_NEIGHBOR_RTR_ARITY", "0" },
 	{ "COOP_NEIGHBOR_RTR_ARITY", "65" },
+	{ "COOP_RING_SLOTS", "1000" },
+	{ "COOP_FBOX_SLOTS", "2" },
+	{ "COOP_FBOX_SLOTS", "48" },
 };
 
 /* The settings table: every variable printed as NAME=value with the value
@@ -86,7 +89,8 @@ START_TEST(test_config_print)
 		"COOP_STRIPE_RATIO=",
 		"COOP_STRIPE_MIN=", "COOP_OFFLOAD_BUSY=", "COOP_CMA=",
 		"COOP_RING_SLOTS=", "COOP_BOUNCE_SLOTS=", "COOP_SPIN=",
-		"COOP_SLEEP_US=", "COOP_BOOT_TIMEOUT=",
+		"COOP_SLEEP_US=", "COOP_BOOT_TIMEOUT=", "COOP_FBOX_SLOTS=",
+		"COOP_RANK=", "COOP_SIZE=", "COOP_JOB=",
 	};
 	char *text = NULL;
 	size_t len = 0;
@@ -199,6 +203,44 @@ START_TEST(test_init_args)
 	ck_assert_int_eq(coop_init_from_env(NULL), COOP_ERR_ARG);
 	unsetenv("COOP_RANK");
 	ck_assert_int_eq(coop_init_from_env(&ctx), COOP_ERR_BOOTSTRAP);
+}
+END_TEST
+
+/* coop_init_from_env()'s variables (rank, size, job; NULL: unset): one
+ * missing or refused, or a rank not below the size, fails before a
+ * context exists; a good set starts a one-rank job. */
+START_TEST(test_boot_env)
+{
+	static const char *const bad[][3] = {
+		{ "0", "1", NULL }, { NULL, "1", "5e1f" }, { "1", "1", "5e1f" },
+		{ "x", "2", "5e1f" }, { "0", "65534", "5e1f" },
+		{ "0", "2", "5e1g" }, { "0", "0", "5e1f" },
+	};
+	static const char *const names[] = { "COOP_RANK", "COOP_SIZE",
+					     "COOP_JOB" };
+	coop_context_t *ctx;
+	char job[32];
+	unsigned i, k;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		for (k = 0; k < 3; k++)
+			if (bad[i][k])
+				setenv(names[k], bad[i][k], 1);
+			else
+				unsetenv(names[k]);
+		ck_assert_msg(coop_init_from_env(&ctx) == COOP_ERR_BOOTSTRAP,
+			      "COOP_RANK=%s COOP_SIZE=%s COOP_JOB=%s accepted",
+			      bad[i][0], bad[i][1], bad[i][2]);
+	}
+	snprintf(job, sizeof(job), "%llx",
+		 ((unsigned long long)getpid() << 20) ^ 0xb007);
+	setenv("COOP_RANK", "0", 1);
+	setenv("COOP_SIZE", "1", 1);
+	setenv("COOP_JOB", job, 1);
+	ck_assert_int_eq(coop_init_from_env(&ctx), COOP_SUCCESS);
+	ck_assert_int_eq(coop_finalize(ctx), COOP_SUCCESS);
+	for (k = 0; k < 3; k++)
+		unsetenv(names[k]);
 }
 END_TEST
 
@@ -534,6 +576,7 @@ TCase *tc_api(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_init_args);
 	tcase_add_test(tc, test_init_bad_env);
+	tcase_add_test(tc, test_boot_env);
 	tcase_add_test(tc, test_config_print);
 	tcase_add_test(tc, test_p2p_args);
 	tcase_add_test(tc, test_load_args);
