@@ -22,6 +22,7 @@ STAGES='
 module-w1                 quick  the module builds warning-free with W=1
 layer-check               quick  lib/'"'"'s layers call only downward
 layer-check-test          quick  the layer checker catches an upward call
+settings-check            quick  every COOP_ variable the project uses is a library setting or on its list of the project'"'"'s own
 lib-native                quick  the library suite, shm provider
 lib-sanitized             quick  the library suite with ASan + UBSan
 lib-tsan                  quick  TSan: the threads, sleep and p2p cases with progress threads
@@ -86,6 +87,7 @@ stage_module_w1() {
 
 stage_layer_check() { make -s -C lib layer-check; }
 stage_layer_check_test() { tests/layercheck/run.sh; }
+stage_settings_check() { scripts/settings-check.sh; }
 stage_lib_native() { env COOP_PROVIDER=shm tests/lib/test_lib; }
 
 # sanitized_copy DIR CFLAGS: the library and its tests built in DIR with

@@ -7,9 +7,11 @@
  * COOP_VERBOSE=2), so the documentation cannot drift from the code.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coopmpi.h"
 #include "config.h"
@@ -122,6 +124,12 @@ static const struct cfg_entry table[] = {
 	  "cannot use /dev/coopmpi - a note when the module is not loaded, a "
 	  "warning naming the cause and its fix for a permission problem, an "
 	  "ABI mismatch or a limit; 0: silent" },
+	{ "COOP_WARN_SETTINGS", CFG_ENUM, FIELD(warn_settings), "1", 0, 0,
+	  bool_words, 0,
+	  "1: a line on stderr for each COOP_ variable of the environment "
+	  "that is neither a setting nor one that coopmpi's scripts and "
+	  "tests use (misspelled?), once per process, at the first coop_init "
+	  "that finds it; 0: silent" },
 	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL,
 	  CFG_AGREE,
 	  "largest message sent eagerly through a bounce buffer (messages of "
@@ -334,8 +342,34 @@ static const struct cfg_entry boot_table[] = {
 	  "its rendezvous file in /dev/shm too)" },
 };
 
+/*
+ * COOP_ variables that are not the library's but its project's: the
+ * scripts, tests and benchmarks read them, and programs they start
+ * inherit them, so they are no misspelling.  A name ending in '_' stands
+ * for every name it begins.  scripts/settings-check.sh keeps this true:
+ * it fails when a file of the project uses a COOP_ variable that is
+ * neither a setting nor here, or when nothing uses one of these.
+ */
+static const char *const others[] = {
+	"COOP_TEST_",		/* tests/lib: COOP_TEST_SEED */
+	"COOP_VM_",		/* scripts/vm/run */
+	"COOP_IN_VM",		/* set in the test VM */
+	"COOP_CACHE",		/* scripts/deb-src.sh, ucx-src.sh */
+	"COOP_UCX_MODULE",	/* scripts/coopmpi-run */
+	"COOP_OMPI_PML",	/* scripts/coopmpi-run */
+	"COOP_RXE_DEV",		/* scripts/vm/rxe-up */
+	"COOP_HCA_CASES",	/* scripts/vm-hca-tests.sh */
+	"COOP_HCA_KMOD",	/* scripts/vm-hca-tests.sh */
+	"COOP_EXPECT_DMA_ENGINE",	/* tests/kmod */
+	"COOP_LOAD_SECONDS",	/* tests/kmod */
+	"COOP_SUITE_TIMEOUT",	/* tests/ucx */
+	"COOP_MPI4PY_TIMEOUT",	/* tests/ucx */
+	"COOP_RSH_PORT",	/* tests/nodes */
+};
+
 #define NENTRIES (sizeof(table) / sizeof(table[0]))
 #define NBOOT (sizeof(boot_table) / sizeof(boot_table[0]))
+#define NOTHERS (sizeof(others) / sizeof(others[0]))
 
 static int bad(const char *var, const char *val)
 {
@@ -507,6 +541,68 @@ int coop_config_load_boot(struct coop_boot_env *b)
 	if (!rc && b->rank >= b->size)
 		rc = bad(rank->name, env_of(rank));
 	return rc;
+}
+
+/* Is the name (len bytes) one of others[], or begun by one of them? */
+static int other_name(const char *name, size_t len)
+{
+	size_t n;
+	unsigned i;
+
+	for (i = 0; i < NOTHERS; i++) {
+		n = strlen(others[i]);
+		if (others[i][n - 1] == '_' ? n < len : n == len)
+			if (!strncmp(name, others[i], n))
+				return 1;
+	}
+	return 0;
+}
+
+/* The first time this process asks about the name (len bytes)?  A
+ * process may open several contexts and should hear about a name once.
+ * Names are remembered until their room is full, then none is new. */
+static int first_time(const char *name, size_t len)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char seen[1024];		/* "NAME\0NAME\0..." */
+	static size_t used;
+	size_t at;
+	int first = 0;
+
+	pthread_mutex_lock(&lock);
+	for (at = 0; at < used; at += strlen(seen + at) + 1)
+		if (!strncmp(seen + at, name, len) && !seen[at + len])
+			break;
+	if (at >= used && used + len + 1 <= sizeof(seen)) {
+		memcpy(seen + used, name, len);
+		seen[used + len] = 0;
+		used += len + 1;
+		first = 1;
+	}
+	pthread_mutex_unlock(&lock);
+	return first;
+}
+
+void coop_config_warn_env(const struct coop_config *cfg)
+{
+	char **env;
+	size_t len;
+
+	if (!cfg->warn_settings)
+		return;
+	for (env = environ; *env; env++) {
+		if (strncmp(*env, "COOP_", 5))
+			continue;
+		len = strcspn(*env, "=");
+		if (find(table, NENTRIES, *env, len) ||
+		    find(boot_table, NBOOT, *env, len) ||
+		    other_name(*env, len) || !first_time(*env, len))
+			continue;
+		fprintf(stderr, "coopmpi: warning: %.*s is not a setting of "
+			"libcoopmpi (misspelled?); coop_info lists the "
+			"settings (COOP_WARN_SETTINGS=0 silences this)\n",
+			(int)len, *env);
+	}
 }
 
 /* Has e a value: a default, or one the environment gives and e takes? */

@@ -73,6 +73,7 @@ struct coop_config {
 	unsigned nbr_rtr_arity;	/* COOP_NEIGHBOR_RTR_ARITY */
 	unsigned verbose;	/* COOP_VERBOSE */
 	int warn_fallback;	/* COOP_WARN_FALLBACK */
+	int warn_settings;	/* COOP_WARN_SETTINGS */
 	int provider;		/* COOP_PROVIDER: enum coop_provider_choice */
 	unsigned ring_slots;	/* COOP_RING_SLOTS */
 	unsigned fbox_slots;	/* COOP_FBOX_SLOTS */
@@ -100,6 +101,10 @@ int coop_config_load(struct coop_config *cfg);
 /* Fill b from the environment: COOP_ERR_CONFIG as coop_config_load,
  * else COOP_ERR_BOOTSTRAP when a variable is missing. */
 int coop_config_load_boot(struct coop_boot_env *b);
+/* A line on stderr for each COOP_ variable of the environment that is
+ * no setting (nor one of the project's scripts and tests), once per
+ * process; none when cfg says COOP_WARN_SETTINGS=0. */
+void coop_config_warn_env(const struct coop_config *cfg);
 /* Print the table with cfg's values (NULL: the environment's), and the
  * boot section's from the environment; the result of loading them (a
  * boot variable missing is none). */

@@ -150,6 +150,7 @@ int coop_core_init(struct coop_context *ctx, int dynamic)
 	coop_am_register(ctx, PKT_BYE, on_bye);
 	coop_async_init(ctx);
 	rc = coop_config_load(&ctx->cfg);
+	coop_config_warn_env(&ctx->cfg);
 	if (!rc)
 		rc = init_pools(ctx);
 	if (!rc)

@@ -225,6 +225,41 @@ int t_deny_syscalls(const int *nr, int n, int err)
 	return 0;
 }
 
+FILE *t_stderr_begin(int *saved)
+{
+	FILE *f = tmpfile();
+
+	if (!f)
+		return NULL;
+	fflush(stderr);
+	*saved = dup(2);
+	if (*saved >= 0 && dup2(fileno(f), 2) == 2)
+		return f;
+	if (*saved >= 0)
+		close(*saved);
+	fclose(f);
+	return NULL;
+}
+
+void t_stderr_end(int saved)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+}
+
+int t_count_lines(FILE *f, const char *a, const char *b)
+{
+	char line[512];
+	int n = 0;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, a) && strstr(line, b))
+			n++;
+	return n;
+}
+
 uint64_t t_sysfs_u64(const char *name)
 {
 	char path[128], buf[32];

@@ -103,6 +103,14 @@ void t_barrier(coop_context_t *ctx, int rank, int size);
  * it is raised (acquire, polling every millisecond). */
 void t_flag_raise(int *flag);
 void t_flag_wait(const int *flag);
+/* What the library writes on stderr: t_stderr_begin sends this process's
+ * stderr (fd 2) to a temporary file, returned (NULL, errno: it could
+ * not), the old one kept in *saved; t_stderr_end(saved) gives it
+ * back.  t_count_lines: the lines of f, from its start, that contain
+ * both a and b. */
+FILE *t_stderr_begin(int *saved);
+void t_stderr_end(int saved);
+int t_count_lines(FILE *f, const char *a, const char *b);
 void t_fill(void *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from t_fill(seed), or -1. */
 long t_check(const void *buf, size_t len, uint32_t seed);

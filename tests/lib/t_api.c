@@ -244,6 +244,54 @@ START_TEST(test_boot_env)
 }
 END_TEST
 
+/* Two coop_inits, one after the other, with name=value in the
+ * environment: the lines on stderr that warn about the name. */
+static int warnings_about(const char *name, const char *value)
+{
+	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1,
+				 .job_key = 44 };
+	coop_context_t *ctx[2];
+	char about[64];
+	FILE *err;
+	int saved, rc[2], i, n;
+
+	setenv(name, value, 1);
+	err = t_stderr_begin(&saved);
+	ck_assert_ptr_nonnull(err);
+	for (i = 0; i < 2; i++) {
+		rc[i] = coop_init(&p, &ctx[i]);
+		if (!rc[i])
+			coop_finalize(ctx[i]);
+	}
+	t_stderr_end(saved);
+	unsetenv(name);
+	ck_assert_int_eq(rc[0], COOP_SUCCESS);
+	ck_assert_int_eq(rc[1], COOP_SUCCESS);
+	snprintf(about, sizeof(about), "warning: %s ", name);
+	n = t_count_lines(err, "coopmpi: ", about);
+	fclose(err);
+	return n;
+}
+
+/* A COOP_ variable that is no setting: one line naming it, at the first
+ * coop_init only; none for a setting, for a variable of the project's
+ * tests (COOP_TEST_*) or with COOP_WARN_SETTINGS=0. */
+START_TEST(test_env_unknown)
+{
+	const char *typo = "COOP_CHUNCK";	/* settings-check: skip */
+	const char *other = "COOP_BOGUS";	/* settings-check: skip */
+
+	ck_assert_int_eq(warnings_about(typo, "2m"), 1);
+	ck_assert_int_eq(warnings_about(typo, "2m"), 0);
+	ck_assert_int_eq(warnings_about("COOP_CHUNK", "2m"), 0);
+	ck_assert_int_eq(warnings_about("COOP_TEST_SEED", "7"), 0);
+	setenv("COOP_WARN_SETTINGS", "0", 1);
+	ck_assert_int_eq(warnings_about(other, "1"), 0);
+	unsetenv("COOP_WARN_SETTINGS");
+	ck_assert_int_eq(warnings_about(other, "1"), 1);
+}
+END_TEST
+
 static int env_is(const char *name, const char *value)
 {
 	const char *v = getenv(name);
@@ -577,6 +625,7 @@ TCase *tc_api(void)
 	tcase_add_test(tc, test_init_args);
 	tcase_add_test(tc, test_init_bad_env);
 	tcase_add_test(tc, test_boot_env);
+	tcase_add_test(tc, test_env_unknown);
 	tcase_add_test(tc, test_config_print);
 	tcase_add_test(tc, test_p2p_args);
 	tcase_add_test(tc, test_load_args);

@@ -8,6 +8,7 @@
  * order of both kinds of messages on a pair of ranks.
  */
 #include <check.h>
+#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -630,19 +631,6 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 
 #define NODROP 10
 
-/* Count the lines of f (rewound) that contain both needles. */
-static int count_lines(FILE *f, const char *a, const char *b)
-{
-	char line[512];
-	int n = 0;
-
-	rewind(f);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, a) && strstr(line, b))
-			n++;
-	return n;
-}
-
 /*
  * Rank 1 has no data handler (arg 0: never set, 1: set, then NULL): the
  * NODROP payloads rank 0 sends (all its slots taken first) are dropped,
@@ -665,11 +653,8 @@ static int nohandler_rank(coop_context_t *ctx, int rank, int size, void *arg)
 			T_OK(coop_msg_set_data_handler(ctx, NULL, NULL));
 		}
 		T_OK(coop_msg_set_handler(ctx, on_plain, &rx));
-		err = tmpfile();
-		T_ASSERT(err != NULL, "tmpfile");
-		fflush(stderr);
-		saved = dup(2);
-		T_ASSERT(saved >= 0 && dup2(fileno(err), 2) == 2, "dup2");
+		err = t_stderr_begin(&saved);
+		T_ASSERT(err != NULL, "stderr to a file: %s", strerror(errno));
 		t_barrier(ctx, rank, size);
 		end = deadline(20);
 		while (__atomic_load_n(&rx.total, __ATOMIC_ACQUIRE) < 1 &&
@@ -677,12 +662,10 @@ static int nohandler_rank(coop_context_t *ctx, int rank, int size, void *arg)
 			if (coop_progress(ctx))
 				break;
 		total = rx.total;
-		fflush(stderr);
-		dup2(saved, 2);
-		close(saved);
+		t_stderr_end(saved);
 		T_ASSERT(total == 1 && rx.plain[0] == 1 && rx.data[0] == 0,
 			 "received %d messages, %d plain", total, rx.plain[0]);
-		lines = count_lines(err, "dropped", "from 0");
+		lines = t_count_lines(err, "dropped", "from 0");
 		T_ASSERT(lines == NODROP, "%d lines on stderr, not %d", lines,
 			 NODROP);
 		fclose(err);
