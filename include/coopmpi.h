@@ -303,7 +303,7 @@ COOP_API int coop_reach_id(uint64_t *node, uint32_t *wire);
  * processes started by scripts/cooprun: reads COOP_RANK, COOP_SIZE and
  * COOP_JOB, exchanges blobs through a shared-memory file
  * /dev/shm/coopmpi-<job>-boot, and returns a connected context.  Waits at
- * most COOP_BOOT_TIMEOUT seconds for the other ranks.
+ * most COOP_BOOT_TIMEOUT_S seconds for the other ranks.
  * Returns COOP_SUCCESS, COOP_ERR_BOOTSTRAP (variables missing/invalid,
  * timeout), or any error of coop_init/coop_connect.
  */

@@ -175,7 +175,7 @@ COOP_API int coop_xfer_slot_release(coop_context_t *ctx, int peer,
  * peer's + len - x, within [len/8, len - len/8] and rounded to a page, so
  * that each side has a range to start with (then both take what the
  * other has not).  x = len when the peer copies for transfers of its own
- * (both ranks receiving at once), or did within COOP_LOAD_BUSY: it has
+ * (both ranks receiving at once), or did within COOP_LOAD_BUSY_MS: it has
  * no CPU to lend, so this rank should copy alone, without a work slot.
  * Never blocks.
  * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_STATE.
@@ -186,10 +186,11 @@ COOP_API int coop_xfer_split(coop_context_t *ctx, int peer, size_t len,
 /*
  * coop_xfer_busy - does rank (this one or a peer) copy for transfers of
  * its own - its reads, its single-sided writes, not the help it gives -
- * or is it in an exchange (within COOP_LOAD_BUSY of starting such a copy
- * while the peer it copied with did too): *busy 1 or 0.  The test coop_xfer_split
- * makes of the writer; a writer asked to help (its PUT on the reader's
- * slot) while it is busy may decline, and the reader copies all of it.
+ * or is it in an exchange (within COOP_LOAD_BUSY_MS of starting such a
+ * copy while the peer it copied with did too): *busy 1 or 0.  The test
+ * coop_xfer_split makes of the writer; a writer asked to help (its PUT on
+ * the reader's slot) while it is busy may decline, and the reader copies
+ * all of it.
  * Never blocks.
  * Returns COOP_SUCCESS, COOP_ERR_ARG (busy NULL), COOP_ERR_RANK,
  * COOP_ERR_STATE.

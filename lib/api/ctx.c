@@ -323,9 +323,9 @@ static void log_settings(struct coop_context *ctx)
 	for (i = 0; i < ctx->size; i++)
 		copy &= ctx->peers[i].copy_ok;
 	coop_log(ctx->rank, "%d ranks, provider %s, inline <= %zu B, eager <= "
-		 "%zu B, rndv %s (coop >= %zu B), chunk %zu B, single copy %s",
+		 "%zu B, rndv %s (hybrid >= %zu B), chunk %zu B, single copy %s",
 		 ctx->size, ctx->prov.ops->name, (size_t)PKT_INLINE_MAX,
-		 c->eager_max, coop_rndv_name(c->rndv), c->coop_min, c->chunk,
+		 c->eager_max, coop_rndv_name(c->rndv), c->hybrid_min, c->chunk,
 		 copy ? "on" : "off (bounce pipeline)");
 }
 

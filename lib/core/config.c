@@ -128,8 +128,8 @@ static const struct cfg_entry table[] = {
 	  bool_words, 0,
 	  "1: a line on stderr for each COOP_ variable of the environment "
 	  "that is neither a setting nor one that coopmpi's scripts and "
-	  "tests use (misspelled?), once per process, at the first coop_init "
-	  "that finds it; 0: silent" },
+	  "tests use (misspelled?), and for each old name of a setting, once "
+	  "per process, at the first coop_init that finds it; 0: silent" },
 	{ "COOP_EAGER_MAX", CFG_SIZE, FIELD(eager_max), "64k", 0, MIB, NULL,
 	  CFG_AGREE,
 	  "largest message sent eagerly through a bounce buffer (messages of "
@@ -150,20 +150,21 @@ static const struct cfg_entry table[] = {
 	  "phases coop_pcontrol() marks, each destination gets the one of "
 	  "rget, rput, precopy and postcopy its last iteration's profile "
 	  "predicts best (RGET until there is one, and outside phases)" },
-	{ "COOP_COOP_MIN", CFG_SIZE, FIELD(coop_min), "64k", 0, TIB, NULL,
+	{ "COOP_HYBRID_MIN", CFG_SIZE, FIELD(hybrid_min), "64k", 0, TIB, NULL,
 	  CFG_AGREE,
-	  "auto mode: smaller rendezvous messages are RGET" },
+	  "auto mode (COOP-hybrid): smaller rendezvous messages are RGET, "
+	  "larger ones the receiver chooses for" },
 	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "1m", 4 * KIB, GIB, NULL, 0,
 	  "COOP-chunked: the largest copy done without looking at the "
 	  "mailbox (single-sided copies use chunks of this size, COOP-p2p "
 	  "an eighth of the message within 128 KiB..this)" },
-	{ "COOP_LOAD_HISTORY", CFG_MS, FIELD(load_history_ns), "50", 0,
+	{ "COOP_LOAD_HISTORY_MS", CFG_MS, FIELD(load_history_ns), "50", 0,
 	  3600000, NULL, 0,
 	  "COOP-load: milliseconds in which a rank's recent copy bytes halve "
 	  "(its load = pending copy bytes + that history); 0: pending bytes "
 	  "only" },
-	{ "COOP_LOAD_BUSY", CFG_MS, FIELD(load_busy_ns), "1", 0, 3600000,
-	  NULL, 0,
+	{ "COOP_LOAD_BUSY_MS", CFG_MS, FIELD(load_busy_ns), "1", 0,
+	  3600000, NULL, 0,
 	  "COOP-p2p: a rank that started a copy of its own while its peer "
 	  "copied for itself too (both ranks receiving: an exchange) is not "
 	  "asked to help with a peer's read for this many milliseconds; 0: "
@@ -304,8 +305,9 @@ static const struct cfg_entry table[] = {
 	  "longest sleep of a blocked call in microseconds (sleeps start at "
 	  "50 us and double, <= 1 ms while work may end without a message; "
 	  "0: never sleep, yield)" },
-	{ "COOP_BOOT_TIMEOUT", CFG_UINT, FIELD(boot_timeout), "60", 1, 86400,
-	  NULL, 0, "coop_init_from_env(): seconds to wait for the other ranks" },
+	{ "COOP_BOOT_TIMEOUT_S", CFG_UINT, FIELD(boot_timeout), "60", 1,
+	  86400, NULL, 0,
+	  "coop_init_from_env(): seconds to wait for the other ranks" },
 	{ "COOP_THREADS", CFG_ENUM, FIELD(threads), "serialized", 0, 0,
 	  threads_words, 0,
 	  "multiple: several threads may call into a context at once "
@@ -367,9 +369,26 @@ static const char *const others[] = {
 	"COOP_RSH_PORT",	/* tests/nodes */
 };
 
+/*
+ * Old names of renamed settings, read for one release after the rename
+ * (the library is 0.1.0 now) with a warning that names the new one, then
+ * removed.  The new name wins when both are set.  Time settings name
+ * their unit (_US, _MS, _S); COOP_COOP_MIN looked like the UCX
+ * transport's UCX_COOP_COOP_MIN, another threshold with another default.
+ */
+static const struct cfg_alias {
+	const char *old, *name;
+} aliases[] = {
+	{ "COOP_COOP_MIN", "COOP_HYBRID_MIN" },
+	{ "COOP_LOAD_HISTORY", "COOP_LOAD_HISTORY_MS" },
+	{ "COOP_LOAD_BUSY", "COOP_LOAD_BUSY_MS" },
+	{ "COOP_BOOT_TIMEOUT", "COOP_BOOT_TIMEOUT_S" },
+};
+
 #define NENTRIES (sizeof(table) / sizeof(table[0]))
 #define NBOOT (sizeof(boot_table) / sizeof(boot_table[0]))
 #define NOTHERS (sizeof(others) / sizeof(others[0]))
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
 
 static int bad(const char *var, const char *val)
 {
@@ -378,13 +397,39 @@ static int bad(const char *var, const char *val)
 	return COOP_ERR_CONFIG;
 }
 
-/* The environment's text for e, NULL when it gives none (unset or
- * empty, as everywhere in the table). */
-static const char *env_of(const struct cfg_entry *e)
+/* The variable's text, NULL when unset or empty (as everywhere in the
+ * table). */
+static const char *env_text(const char *name)
 {
-	const char *s = getenv(e->name);
+	const char *s = getenv(name);
 
 	return s && *s ? s : NULL;
+}
+
+/* The old name of the setting called name, or NULL. */
+static const char *old_name(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < NALIASES; i++)
+		if (!strcmp(aliases[i].name, name))
+			return aliases[i].old;
+	return NULL;
+}
+
+/* The environment's text for e, under its name or else its old one, and
+ * (from, may be NULL) the variable that gave it; NULL when none does. */
+static const char *env_of(const struct cfg_entry *e, const char **from)
+{
+	const char *var = e->name, *s = env_text(var);
+
+	if (!s && old_name(var)) {
+		var = old_name(var);
+		s = env_text(var);
+	}
+	if (from)
+		*from = var;
+	return s;
 }
 
 /* Unsigned number with optional k/m/g suffix: 0, or -1 when malformed. */
@@ -492,16 +537,16 @@ static int parse(const struct cfg_entry *e, const char *s, void *base)
  * of the last refusal, each refused value named on stderr. */
 static int load(const struct cfg_entry *t, unsigned n, void *base)
 {
-	const char *s;
+	const char *s, *var;
 	unsigned i;
 	int rc = COOP_SUCCESS;
 
 	for (i = 0; i < n; i++) {
-		s = env_of(&t[i]);
+		s = env_of(&t[i], &var);
 		if (t[i].def && parse(&t[i], t[i].def, base))
 			abort();	/* a default outside its own range */
 		if (s && parse(&t[i], s, base))
-			rc = bad(t[i].name, s);
+			rc = bad(var, s);
 	}
 	return rc;
 }
@@ -535,11 +580,11 @@ int coop_config_load_boot(struct coop_boot_env *b)
 	memset(b, 0, sizeof(*b));
 	rc = load(boot_table, NBOOT, b);
 	for (i = 0; i < NBOOT && !rc; i++)
-		if (!env_of(&boot_table[i]))
+		if (!env_of(&boot_table[i], NULL))
 			rc = COOP_ERR_BOOTSTRAP;
 	rank = find(boot_table, NBOOT, name, sizeof(name) - 1);
 	if (!rc && b->rank >= b->size)
-		rc = bad(rank->name, env_of(rank));
+		rc = bad(rank->name, env_of(rank, NULL));
 	return rc;
 }
 
@@ -583,9 +628,36 @@ static int first_time(const char *name, size_t len)
 	return first;
 }
 
+/* The alias whose old name is the len bytes at name, or NULL. */
+static const struct cfg_alias *alias_of(const char *name, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < NALIASES; i++)
+		if (!strncmp(aliases[i].old, name, len) &&
+		    !aliases[i].old[len])
+			return &aliases[i];
+	return NULL;
+}
+
+/* What to say about the COOP_ name (len bytes) that is no setting: the
+ * new name of an old one, else that it may be misspelled. */
+static void name_warning(const char *name, size_t len, char *why,
+			 size_t size)
+{
+	const struct cfg_alias *a = alias_of(name, len);
+
+	if (!a)
+		snprintf(why, size, "is not a setting of libcoopmpi "
+			 "(misspelled?); coop_info lists the settings");
+	else
+		snprintf(why, size, "is deprecated, use %s%s", a->name,
+			 env_text(a->name) ? "; that one, set too, wins" : "");
+}
+
 void coop_config_warn_env(const struct coop_config *cfg)
 {
-	char **env;
+	char **env, why[128];
 	size_t len;
 
 	if (!cfg->warn_settings)
@@ -598,10 +670,10 @@ void coop_config_warn_env(const struct coop_config *cfg)
 		    find(boot_table, NBOOT, *env, len) ||
 		    other_name(*env, len) || !first_time(*env, len))
 			continue;
-		fprintf(stderr, "coopmpi: warning: %.*s is not a setting of "
-			"libcoopmpi (misspelled?); coop_info lists the "
-			"settings (COOP_WARN_SETTINGS=0 silences this)\n",
-			(int)len, *env);
+		name_warning(*env, len, why, sizeof(why));
+		fprintf(stderr, "coopmpi: warning: %.*s %s "
+			"(COOP_WARN_SETTINGS=0 silences this)\n", (int)len,
+			*env, why);
 	}
 }
 
@@ -612,7 +684,7 @@ static int has_value(const struct cfg_entry *e)
 		struct coop_config cfg;
 		struct coop_boot_env boot;
 	} scratch;
-	const char *s = env_of(e);
+	const char *s = env_of(e, NULL);
 
 	return e->def || (s && !parse(e, s, &scratch));
 }
@@ -737,15 +809,18 @@ static void print_comment(FILE *out, const char *text)
 static void print_entry(FILE *out, const struct cfg_entry *e,
 			const void *base)
 {
+	const char *old = old_name(e->name);
 	char val[64], range[128], line[256];
 
 	value_text(e, base, val, sizeof(val));
 	range_text(e, range, sizeof(range));
 	fprintf(out, "#\n");
 	print_comment(out, e->doc);
-	snprintf(line, sizeof(line), "default %s; accepted: %s%s",
+	snprintf(line, sizeof(line), "default %s; accepted: %s%s%s%s",
 		 def_text(e), range,
-		 e->flags & CFG_AGREE ? "; all ranks must agree" : "");
+		 e->flags & CFG_AGREE ? "; all ranks must agree" : "",
+		 old ? "; old name (still read, for one release): " : "",
+		 old ? old : "");
 	print_comment(out, line);
 	fprintf(out, "%s=%s\n", e->name, val);
 }
@@ -783,11 +858,16 @@ int coop_config_print_table(FILE *out, const struct coop_config *cfg)
 static void print_line(FILE *out, const struct cfg_entry *e,
 		       const void *base)
 {
-	char val[64];
+	const char *var;
+	char val[64], from[64] = "default";
 
 	value_text(e, base, val, sizeof(val));
+	if (env_of(e, &var) && var == e->name)
+		snprintf(from, sizeof(from), "environment");
+	else if (env_of(e, &var))
+		snprintf(from, sizeof(from), "environment (%s, old name)", var);
 	fprintf(out, "%-28s %-16s %-16s %s\n", e->name, val, def_text(e),
-		env_of(e) ? "environment" : "default");
+		from);
 }
 
 int coop_config_print_brief(FILE *out)

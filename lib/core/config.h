@@ -44,10 +44,10 @@ enum coop_provider_choice {
 /* One field per entry of config.c's table (its name in the comment). */
 struct coop_config {
 	size_t eager_max;	/* COOP_EAGER_MAX */
-	size_t coop_min;	/* COOP_COOP_MIN */
+	size_t hybrid_min;	/* COOP_HYBRID_MIN */
 	size_t chunk;		/* COOP_CHUNK */
-	uint64_t load_history_ns;	/* COOP_LOAD_HISTORY (given in ms) */
-	uint64_t load_busy_ns;	/* COOP_LOAD_BUSY (given in ms) */
+	uint64_t load_history_ns;	/* COOP_LOAD_HISTORY_MS */
+	uint64_t load_busy_ns;	/* COOP_LOAD_BUSY_MS */
 	int rndv;		/* COOP_RNDV: enum coop_rndv_mode */
 	int cma_off;		/* COOP_CMA=off */
 	int offload;		/* COOP_OFFLOAD */
@@ -81,7 +81,7 @@ struct coop_config {
 	unsigned bounce_slots;	/* COOP_BOUNCE_SLOTS */
 	unsigned spin;		/* COOP_SPIN */
 	unsigned sleep_us;	/* COOP_SLEEP_US */
-	unsigned boot_timeout;	/* COOP_BOOT_TIMEOUT, seconds */
+	unsigned boot_timeout;	/* COOP_BOOT_TIMEOUT_S */
 	int threads;		/* COOP_THREADS: 1 = multiple */
 	int progress;		/* COOP_PROGRESS: enum coop_progress_mode */
 	unsigned progress_cpu;	/* COOP_PROGRESS_CPU, COOP_CPU_NONE */

@@ -688,7 +688,7 @@ COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
 				       uint64_t now);
 /* One of our copies for our own transfers, with peer's region, starts
  * or ends; whether rank copies for itself now or is in an exchange
- * (started one within COOP_LOAD_BUSY while its source did too). */
+ * (started one within COOP_LOAD_BUSY_MS while its source did too). */
 COOP_HIDDEN void coop_load_own_copy_start(struct coop_context *ctx, int peer);
 COOP_HIDDEN void coop_load_own_copy_end(struct coop_context *ctx);
 COOP_HIDDEN int coop_load_peer_copying(const struct coop_context *ctx,

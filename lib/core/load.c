@@ -10,7 +10,7 @@
  * instant of a decision; in an iterative exchange every queue is empty
  * when an iteration starts, so the same ranks would be picked every time
  * and the imbalance repeat.  The history (bytes copied, halving every
- * COOP_LOAD_HISTORY ms; 0 = pending only) carries it forward so choices
+ * COOP_LOAD_HISTORY_MS; 0 = pending only) carries it forward so choices
  * even out over iterations, as a fair-share scheduler does.
  */
 #include "core.h"
@@ -74,7 +74,7 @@ uint64_t coop_load_score(struct coop_context *ctx, int rank, uint64_t now)
  * and finer chunks but no CPU, and each side had best copy its own.
  * The reader decides on the RTS, often just before the writer's own copy
  * starts; so a rank whose own copy started while the peer it reads from
- * copied for itself (an exchange) counts as busy for COOP_LOAD_BUSY
+ * copied for itself (an exchange) counts as busy for COOP_LOAD_BUSY_MS
  * after.  A ping-pong never overlaps the two (its writer is idle and
  * helps every time); a streaming sender copies nothing.
  */

@@ -41,7 +41,7 @@
  * 3. Offload striping: where the table leaves one CPU copying while the
  *    sender's offload engine is idle (RPUT), the engine takes a share
  *    (stripe.c decides whether it may).
- * Below COOP_COOP_MIN a message is RGET: one copier, no handshake.  So
+ * Below COOP_HYBRID_MIN a message is RGET: one copier, no handshake.  So
  * is a collective's (REQ_F_SINGLE_COPY) on a node with a CPU per rank:
  * every rank receives its own at the same time, and a second copier or a
  * choice by load only added handshakes and uneven shares (measured on
@@ -184,7 +184,7 @@ enum coop_proto coop_select(struct coop_request *r,
 	struct coop_context *ctx = r->ctx;
 	enum coop_proto p;
 
-	if (r->xfer < ctx->cfg.coop_min)
+	if (r->xfer < ctx->cfg.hybrid_min)
 		return PROTO_RGET;
 	p = r->flags & REQ_F_SINGLE_COPY ?
 	    single_copy(r, m->src, r->xfer, split) : table_choice(r, m, split);

@@ -40,11 +40,12 @@ static const char *default_provider(void)
  * refuse (COOP_ERR_CONFIG and a line naming it). */
 static const char *const bad_env[][2] = {
 	{ "COOP_RNDV", "strip" },
-	{ "COOP_LOAD_HISTORY", "5x" },
-	{ "COOP_LOAD_HISTORY", "-1" },
-	{ "COOP_LOAD_BUSY", "1ms" },
-	{ "COOP_LOAD_BUSY", "-1" },
-	{ "COOP_LOAD_BUSY", "3600001" },
+	{ "COOP_LOAD_HISTORY_MS", "5x" },
+	{ "COOP_LOAD_HISTORY_MS", "-1" },
+	{ "COOP_LOAD_BUSY_MS", "1ms" },
+	{ "COOP_LOAD_BUSY_MS", "-1" },
+	{ "COOP_LOAD_BUSY_MS", "3600001" },
+	{ "COOP_LOAD_BUSY", "3600001" },	/* the old name */
 	{ "COOP_SLEEP_US", "20000" },
 	{ "COOP_STRIPE_RATIO", "-1" },
 	{ "COOP_STRIPE_RATIO", "fast" },
@@ -78,41 +79,56 @@ static const char *const bad_env[][2] = {
 	{ "COOP_FBOX_SLOTS", "48" },
 };
 
+/* The settings table as coop_config_print writes it (malloc'd), which
+ * returns rc. */
+static char *table_text(int rc)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(coop_config_print(f), rc);
+	fclose(f);
+	return text;
+}
+
+/* ... and that it holds the text piece. */
+static void table_shows(const char *piece, int rc)
+{
+	char *text = table_text(rc);
+
+	ck_assert_msg(strstr(text, piece), "\"%s\" not in the table", piece);
+	free(text);
+}
+
 /* The settings table: every variable printed as NAME=value with the value
  * in effect, a refused value reported (and the default shown instead). */
 START_TEST(test_config_print)
 {
 	static const char *const names[] = {
 		"COOP_PROVIDER=", "COOP_VERBOSE=", "COOP_EAGER_MAX=",
-		"COOP_RNDV=", "COOP_COOP_MIN=", "COOP_CHUNK=",
-		"COOP_LOAD_HISTORY=", "COOP_LOAD_BUSY=", "COOP_OFFLOAD=",
+		"COOP_RNDV=", "COOP_HYBRID_MIN=", "COOP_CHUNK=",
+		"COOP_LOAD_HISTORY_MS=", "COOP_LOAD_BUSY_MS=", "COOP_OFFLOAD=",
 		"COOP_STRIPE_RATIO=",
 		"COOP_STRIPE_MIN=", "COOP_OFFLOAD_BUSY=", "COOP_CMA=",
 		"COOP_RING_SLOTS=", "COOP_BOUNCE_SLOTS=", "COOP_SPIN=",
-		"COOP_SLEEP_US=", "COOP_BOOT_TIMEOUT=", "COOP_FBOX_SLOTS=",
+		"COOP_SLEEP_US=", "COOP_BOOT_TIMEOUT_S=", "COOP_FBOX_SLOTS=",
 		"COOP_RANK=", "COOP_SIZE=", "COOP_JOB=",
 	};
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *text;
 	unsigned i;
 
 	ck_assert_int_eq(coop_config_print(NULL), COOP_ERR_ARG);
 	setenv("COOP_CHUNK", "2m", 1);
-	f = open_memstream(&text, &len);
-	ck_assert_int_eq(coop_config_print(f), COOP_SUCCESS);
-	fclose(f);
+	text = table_text(COOP_SUCCESS);
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		ck_assert_msg(strstr(text, names[i]), "%s missing", names[i]);
-	ck_assert_ptr_nonnull(strstr(text, "\nCOOP_CHUNK=2097152\n"));
-	ck_assert_ptr_nonnull(strstr(text, "\nCOOP_RNDV=auto\n"));
 	free(text);
+	table_shows("\nCOOP_CHUNK=2097152\n", COOP_SUCCESS);
+	table_shows("\nCOOP_RNDV=auto\n", COOP_SUCCESS);
 	setenv("COOP_RNDV", "bogus", 1);
-	f = open_memstream(&text, &len);
-	ck_assert_int_eq(coop_config_print(f), COOP_ERR_CONFIG);
-	fclose(f);
-	ck_assert_ptr_nonnull(strstr(text, "\nCOOP_RNDV=auto\n"));
-	free(text);
+	table_shows("\nCOOP_RNDV=auto\n", COOP_ERR_CONFIG);
 	unsetenv("COOP_RNDV");
 	unsetenv("COOP_CHUNK");
 }
@@ -245,13 +261,14 @@ START_TEST(test_boot_env)
 END_TEST
 
 /* Two coop_inits, one after the other, with name=value in the
- * environment: the lines on stderr that warn about the name. */
-static int warnings_about(const char *name, const char *value)
+ * environment: the lines on stderr that warn "name what". */
+static int warnings_about(const char *name, const char *value,
+			  const char *what)
 {
 	coop_init_params_t p = { .size = sizeof(p), .rank = 0, .nranks = 1,
 				 .job_key = 44 };
 	coop_context_t *ctx[2];
-	char about[64];
+	char about[128];
 	FILE *err;
 	int saved, rc[2], i, n;
 
@@ -267,7 +284,7 @@ static int warnings_about(const char *name, const char *value)
 	unsetenv(name);
 	ck_assert_int_eq(rc[0], COOP_SUCCESS);
 	ck_assert_int_eq(rc[1], COOP_SUCCESS);
-	snprintf(about, sizeof(about), "warning: %s ", name);
+	snprintf(about, sizeof(about), "warning: %s %s", name, what);
 	n = t_count_lines(err, "coopmpi: ", about);
 	fclose(err);
 	return n;
@@ -281,14 +298,34 @@ START_TEST(test_env_unknown)
 	const char *typo = "COOP_CHUNCK";	/* settings-check: skip */
 	const char *other = "COOP_BOGUS";	/* settings-check: skip */
 
-	ck_assert_int_eq(warnings_about(typo, "2m"), 1);
-	ck_assert_int_eq(warnings_about(typo, "2m"), 0);
-	ck_assert_int_eq(warnings_about("COOP_CHUNK", "2m"), 0);
-	ck_assert_int_eq(warnings_about("COOP_TEST_SEED", "7"), 0);
+	ck_assert_int_eq(warnings_about(typo, "2m", "is not a setting"), 1);
+	ck_assert_int_eq(warnings_about(typo, "2m", ""), 0);
+	ck_assert_int_eq(warnings_about("COOP_CHUNK", "2m", ""), 0);
+	ck_assert_int_eq(warnings_about("COOP_TEST_SEED", "7", ""), 0);
 	setenv("COOP_WARN_SETTINGS", "0", 1);
-	ck_assert_int_eq(warnings_about(other, "1"), 0);
+	ck_assert_int_eq(warnings_about(other, "1", ""), 0);
 	unsetenv("COOP_WARN_SETTINGS");
-	ck_assert_int_eq(warnings_about(other, "1"), 1);
+	ck_assert_int_eq(warnings_about(other, "1", "is not a setting"), 1);
+}
+END_TEST
+
+/* An old name still sets its setting, and says once which name to use;
+ * the new name wins when both are set; the table names the old one. */
+START_TEST(test_env_old_name)
+{
+	ck_assert_int_eq(warnings_about("COOP_COOP_MIN", "128k",
+					"is deprecated, use COOP_HYBRID_MIN"),
+			 1);
+	ck_assert_int_eq(warnings_about("COOP_COOP_MIN", "128k", ""), 0);
+	setenv("COOP_COOP_MIN", "128k", 1);
+	table_shows("\nCOOP_HYBRID_MIN=131072\n", COOP_SUCCESS);
+	table_shows("COOP_COOP_MIN", COOP_SUCCESS);
+	setenv("COOP_HYBRID_MIN", "1m", 1);
+	table_shows("\nCOOP_HYBRID_MIN=1048576\n", COOP_SUCCESS);
+	unsetenv("COOP_HYBRID_MIN");
+	setenv("COOP_COOP_MIN", "12x", 1);
+	table_shows("\nCOOP_HYBRID_MIN=65536\n", COOP_ERR_CONFIG);
+	unsetenv("COOP_COOP_MIN");
 }
 END_TEST
 
@@ -626,6 +663,7 @@ TCase *tc_api(void)
 	tcase_add_test(tc, test_init_bad_env);
 	tcase_add_test(tc, test_boot_env);
 	tcase_add_test(tc, test_env_unknown);
+	tcase_add_test(tc, test_env_old_name);
 	tcase_add_test(tc, test_config_print);
 	tcase_add_test(tc, test_p2p_args);
 	tcase_add_test(tc, test_load_args);

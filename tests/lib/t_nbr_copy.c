@@ -111,7 +111,7 @@ static int single_copy_rank(coop_context_t *ctx, int rank, int size,
  * COOP_NEIGHBOR_EAGER_SHARED (default 16 KiB; and 4 KiB) with more ranks
  * than CPUs, beyond it by one copy of one side (RGET when every rank has
  * a CPU), never through bounce buffers or split between two copiers -
- * whatever COOP_EAGER_MAX (64 KiB) and COOP_COOP_MIN (64 KiB) say -
+ * whatever COOP_EAGER_MAX (64 KiB) and COOP_HYBRID_MIN (64 KiB) say -
  * except from a sender with nothing to receive (idle_sender_received).
  * The blocks are messages (COOP_NEIGHBOR_SLOT_OPEN=0: no open slots). */
 START_TEST(test_single_copy)

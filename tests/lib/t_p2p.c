@@ -597,7 +597,7 @@ static int never_rank(coop_context_t *ctx, int rank, int size, void *arg)
 START_TEST(test_config_mismatch)
 {
 	static const char *const env[] = { "R0:COOP_EAGER_MAX=1000",
-					   "COOP_BOOT_TIMEOUT=10", NULL };
+					   "COOP_BOOT_TIMEOUT_S=10", NULL };
 	struct rank_result res[2];
 
 	ck_assert_int_ne(run_ranks(2, env, never_rank, NULL, 30, res), 0);

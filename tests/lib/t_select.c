@@ -357,7 +357,7 @@ static int load_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		T_OK(coop_isend(ctx, big, BIG_LEN, 2, 1, COMM,
 				COOP_F_BLOCKING, &r[2]));
 	/* both wait until rank 2 charged rank 0 with the copy (its history
-	 * keeps it loaded after the copy, for COOP_LOAD_HISTORY ms) */
+	 * keeps it loaded after the copy, for COOP_LOAD_HISTORY_MS) */
 	wait_pending(ctx, 0, BIG_LEN / 16);
 	T_OK(coop_irecv(ctx, in, CELL_LEN, peer, 0, COMM, 0, &r[0]));
 	T_OK(coop_isend(ctx, out, CELL_LEN, peer, 0, COMM, 0, &r[1]));

@@ -160,7 +160,7 @@ static int cooperative_rank(coop_context_t *ctx, int rank, int size, void *arg)
  * says it has seen it), rank 0's split is the whole message and
  * coop_xfer_busy says so (and not of rank 0).  Rank 0 copied nothing
  * meanwhile (a ping-pong's writer): once rank 1 stopped, rank 0 shares
- * again at once, however long COOP_LOAD_BUSY (the case's hour).
+ * again at once, however long COOP_LOAD_BUSY_MS (the case's hour).
  */
 static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
@@ -211,7 +211,7 @@ static int busy_peer_rank(coop_context_t *ctx, int rank, int size, void *arg)
  * another, until each has started a copy while the other copied for
  * itself (coop_xfer_busy of itself, between its jobs) and heard the same
  * of the other.  Then both are busy, to each other and to themselves,
- * for COOP_LOAD_BUSY (an hour) after the last copy ended, and neither
+ * for COOP_LOAD_BUSY_MS (an hour) after the last copy ended, and neither
  * splits a read with the other.
  */
 static int exchange_rank(coop_context_t *ctx, int rank, int size, void *arg)
@@ -934,7 +934,7 @@ END_TEST
 static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
 static const int writer_present = 0, writer_absent = 1;
 
-static const char *const env_busy_hour[] = { "COOP_LOAD_BUSY=3600000",
+static const char *const env_busy_hour[] = { "COOP_LOAD_BUSY_MS=3600000",
 					      NULL };
 
 /* Each case: two ranks running fn(arg), with env. */
