@@ -22,6 +22,7 @@ STAGES='
 module-w1                 quick  the module builds warning-free with W=1
 layer-check               quick  lib/'"'"'s layers call only downward
 layer-check-test          quick  the layer checker catches an upward call
+field-check               quick  no layer of lib/ writes a field another layer owns
 settings-check            quick  every COOP_ variable the project uses is a library setting or on its list of the project'"'"'s own
 lib-native                quick  the library suite, shm provider
 lib-sanitized             quick  the library suite with ASan + UBSan
@@ -87,6 +88,7 @@ stage_module_w1() {
 
 stage_layer_check() { make -s -C lib layer-check; }
 stage_layer_check_test() { tests/layercheck/run.sh; }
+stage_field_check() { scripts/field-check.sh; }
 stage_settings_check() { scripts/settings-check.sh; }
 stage_lib_native() { env COOP_PROVIDER=shm tests/lib/test_lib; }
 

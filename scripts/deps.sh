@@ -11,7 +11,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod cpio
 	dkms
 	libibverbs-dev rdma-core liburing-dev libfuse3-dev
-	check
+	check clang-tools
 	gnuplot-nox
 	openmpi-bin libopenmpi-dev mpich libmpich-dev ucx-utils libucx-dev
 	dpkg-dev patch libtool autoconf automake g++

@@ -166,7 +166,6 @@ static int xfer_start_locked(coop_context_t *ctx, const coop_xfer_params_t *p,
 	memcpy(&key, &p->key, sizeof(key));
 	*req = r;
 	if (p->flags & ENGINE_BITS) {	/* r->proto: DMA or STRIPE */
-		r->xfer = p->len;
 		r->pending |= EV_LOCAL;
 		if (p->flags & COOP_XFER_ENGINE)
 			coop_dma_put(r, &key, p->offset, &xfer_ops);

@@ -306,6 +306,10 @@ typedef void (*coop_peer_gone_cb)(struct coop_context *ctx, int peer);
  * depend on it fail (in registration order). */
 COOP_HIDDEN void coop_on_peer_gone(struct coop_context *ctx,
 				   coop_peer_gone_cb cb);
+/* cb clears a layer's part of a request when it is (re)started
+ * (coop_req_activate), in registration order. */
+COOP_HIDDEN void coop_up_on_activate(struct coop_context *ctx,
+				     void (*cb)(struct coop_request *r));
 
 struct coop_up_source {
 	coop_up_progress_cb progress;
@@ -314,10 +318,17 @@ struct coop_up_source {
 };
 
 /* Calls of the core into the layers above (NULL: none). */
+/* The layers that keep state in a request: protocols, mpi (and room). */
+#define COOP_ACTIVATE_MAX 4
+
 struct coop_upcalls {
 	/* r leaves the higher layer's queue it is on (r->link): it failed,
 	 * or a FIN completed it before it matched.  NULL: plain unlinking. */
 	void (*unlink)(struct coop_request *r);
+	/* r is (re)started: each layer that keeps state in the request
+	 * clears its own part (coop_up_on_activate) */
+	void (*activate[COOP_ACTIVATE_MAX])(struct coop_request *r);
+	unsigned nactivate;
 	struct coop_up_source src[COOP_UP_MAX];	/* coop_up_register */
 	unsigned nsrc;		/* registered */
 	unsigned non;		/* of those, on */

@@ -165,6 +165,13 @@ void coop_on_peer_gone(struct coop_context *ctx, coop_peer_gone_cb cb)
 		ctx->peer_gone[ctx->npeer_gone++] = cb;
 }
 
+void coop_up_on_activate(struct coop_context *ctx,
+			 void (*cb)(struct coop_request *r))
+{
+	if (ctx->up.nactivate < COOP_ACTIVATE_MAX)
+		ctx->up.activate[ctx->up.nactivate++] = cb;
+}
+
 static void dispatch(struct coop_context *ctx, const union coop_pkt *p)
 {
 	coop_am_handler_t h;

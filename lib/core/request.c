@@ -87,25 +87,19 @@ struct coop_request *coop_req_lookup_peer(struct coop_context *ctx,
 void coop_req_activate(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
+	unsigned i;
 
 	r->active = 1;
 	r->complete = 0;
 	r->err = COOP_SUCCESS;
 	r->pending = 0;
-	r->rtr_out = r->ticketed = r->rts_sent = r->wildcard = 0;
-	r->cancel_wanted = 0;
-	r->precharged = 0;
-	r->prof_msg = 0;
-	r->prof_wait_ns = 0;
 	r->lkey_valid = 0;
-	r->xfer = 0;
-	r->proto = PROTO_NONE;
-	if (r->kind != REQ_COLL || r->job.copying || r->job.end_deferred) {
-		/* a collective's request never copies nor carries a
-		 * protocol's state: a persistent one restarts cheaply */
+	for (i = 0; i < ctx->up.nactivate; i++)
+		ctx->up.activate[i](r);
+	/* a collective's request never copies: a persistent one restarts
+	 * cheaply */
+	if (r->kind != REQ_COLL || r->job.copying || r->job.end_deferred)
 		memset(&r->job, 0, sizeof(r->job));
-		memset(&r->u, 0, sizeof(r->u));
-	}
 	dlist_init(&r->job.link);
 	r->status.source = r->peer;
 	r->status.tag = r->tag;

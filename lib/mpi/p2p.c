@@ -134,6 +134,15 @@ static void on_arrival(struct coop_context *ctx, const union coop_pkt *p)
 	coop_p2p_recv_deliver(r, m);
 }
 
+/* A request (re)starts: no ticket, RTR, wildcard count or cancel. */
+static void mpi_req_activate(struct coop_request *r)
+{
+	r->ticketed = 0;
+	r->rtr_out = 0;
+	r->wildcard = 0;
+	r->cancel_wanted = 0;
+}
+
 int coop_mpi_layer_init(struct coop_context *ctx)
 {
 	struct coop_mpi_state *ms = calloc(1, sizeof(*ms));
@@ -141,6 +150,7 @@ int coop_mpi_layer_init(struct coop_context *ctx)
 	if (!ms)
 		return COOP_ERR_NOMEM;
 	ctx->mpi = ms;
+	coop_up_on_activate(ctx, mpi_req_activate);
 	dlist_init(&ms->prq);
 	dlist_init(&ms->umq);
 	dlist_init(&ms->bs.blocks);

@@ -557,6 +557,7 @@ void coop_dma_put(struct coop_request *r, const struct coop_rkey *key,
 	struct coop_job *j = &r->job;
 
 	r->proto = PROTO_DMA;	/* dma_release drops the job if r fails */
+	r->xfer = r->len;
 	offload_job_init(j, r, *key, roff, 0, ops);
 	if (!j->len) {		/* nothing to give the engine */
 		ops->done(j);

@@ -12,6 +12,19 @@
 #define MSG_PREALLOC 256
 #define MSG_MAX (1u << 24)
 
+/* A request (re)starts: no protocol yet, nothing moved, no record. */
+static void proto_req_activate(struct coop_request *r)
+{
+	r->proto = PROTO_NONE;
+	r->rts_sent = 0;
+	r->precharged = 0;
+	r->xfer = 0;
+	r->prof_msg = 0;
+	r->prof_wait_ns = 0;
+	if (r->kind != REQ_COLL)	/* a collective's carries none */
+		memset(&r->u, 0, sizeof(r->u));
+}
+
 int coop_proto_layer_init(struct coop_context *ctx)
 {
 	struct coop_proto_state *ps = calloc(1, sizeof(*ps));
@@ -19,6 +32,7 @@ int coop_proto_layer_init(struct coop_context *ctx)
 	if (!ps)
 		return COOP_ERR_NOMEM;
 	ctx->proto = ps;
+	coop_up_on_activate(ctx, proto_req_activate);
 	if (coop_pool_init(&ps->msgs, sizeof(struct coop_message),
 			   MSG_PREALLOC, MSG_MAX))
 		return COOP_ERR_NOMEM;

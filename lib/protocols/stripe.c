@@ -260,6 +260,7 @@ void coop_stripe_put(struct coop_request *r, const struct coop_rkey *key,
 		     uint64_t roff)
 {
 	r->proto = PROTO_STRIPE;	/* offload_job() and stripe_release */
+	r->xfer = r->len;
 	stripe_start(r, key, roff);
 }
 

@@ -114,5 +114,33 @@ if [[ -d $lib_obj/core ]]; then
 	expect $? "lib/obj + a core call into mpi/: '$want'"
 fi
 
+# 6. scripts/field-check.sh: lib/ as it is passes; a copy with a core file
+#    that writes an MPI-layer field and a protocol field of a request, and
+#    an api file that writes the protocol layer's state, fails naming each.
+fields=$here/../../scripts/field-check.sh
+if command -v clang-query >/dev/null || command -v clang-query-14 >/dev/null; then
+	out=$("$fields" 2>&1)
+	expect $? "field-check: lib/ writes only its own layers' fields ($out)"
+	mkdir -p "$tmp/fields"
+	cp -r "$here/../../lib" "$here/../../include" "$tmp/fields/"
+	printf '#include "core.h"\n%s\n' \
+		'void zz(struct coop_request *r) { r->ticketed = 1; ++r->xfer; }' \
+		>"$tmp/fields/lib/core/zz_foreign.c"
+	printf '#include "api_int.h"\n%s\n' \
+		'void zz_api(struct coop_context *c) { c->proto->send_hooks = 0; }' \
+		>"$tmp/fields/lib/api/zz_foreign.c"
+	out=$("$fields" "$tmp/fields/lib" 2>&1)
+	rc=$?
+	for want in \
+		"foreign write: core/zz_foreign.c:2:35: ticketed of struct coop_request, owned by mpi/" \
+		"foreign write: core/zz_foreign.c:2:52: xfer of struct coop_request, owned by protocols/" \
+		"foreign write: api/zz_foreign.c:2:39: send_hooks of struct coop_proto_state, owned by protocols/"; do
+		[[ $rc == 1 ]] && grep -qxF "$want" <<<"$out"
+		expect $? "field-check, a foreign write added: '$want'"
+	done
+else
+	nok "field-check: no clang-query (scripts/deps.sh installs clang-tools)"
+fi
+
 echo "$pass passed, $fail failed"
 ((fail == 0))

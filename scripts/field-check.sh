@@ -1,0 +1,97 @@
+#!/bin/bash
+# field-check.sh - fail when a file of libcoopmpi writes a field that another
+# layer owns.
+#
+# layer-check.sh sees calls; a write to another layer's state is no call.
+# The owners are listed below: a layer's state struct (ctx->proto, ctx->mpi,
+# ctx->coll) is its own, all fields; struct coop_request (core's, every layer
+# keeps per-request state in it) has fields that a layer above owns.  For
+# every source file, clang-query finds the assignments (=, op=) and
+# increments or decrements whose left side is such a field, and each one
+# outside the owner's folder is reported.  Reading is free, and so are
+# writes through a pointer the owner handed out (&r->field).
+#
+# usage: field-check.sh [LIBDIR]
+#   LIBDIR  lib/ of this repository by default (its layer folders, lowest
+#           first as lib/Makefile's LAYERS)
+# exit: 0 clean, 1 foreign writes found, 2 usage/tool error.
+set -euo pipefail
+
+case ${1-} in
+-h | --help) sed -n 's/^# \{0,1\}//; /^usage:/,/^exit:/p' "$0" && exit 0 ;;
+esac
+die() { echo "${0##*/}: $*" >&2; exit 2; }
+libdir=${1:-$(cd "$(dirname "$0")/../lib" && pwd)}
+layers=(base providers core protocols mpi coll api)
+query=$(command -v clang-query || command -v clang-query-14) ||
+	die "clang-query not found (Debian: clang-tools; scripts/deps.sh installs it)"
+
+# STRUCT LAYER FIELD... (ALL: every field)
+owners=(
+	"coop_proto_state protocols ALL"
+	"coop_mpi_state mpi ALL"
+	"coop_coll_state coll ALL"
+	"coop_request mpi seq ticketed rtr_out cancel_wanted wildcard"
+	"coop_request protocols proto rts_sent rid xfer precharged u prof_msg prof_slot prof_dir prof_iter prof_wait_ns"
+)
+
+# member(...) of the fields, for clang-query
+fields_matcher() {
+	local names=("$@") q=() f
+	[[ ${names[0]} == ALL ]] && { echo "anything()"; return; }
+	for f in "${names[@]}"; do q+=("\"$f\""); done
+	local IFS=,
+	echo "member(hasAnyName(${q[*]}))"
+}
+
+# the matcher of writes to STRUCT's FIELDS, bound to "w"
+write_matcher() {
+	local s=$1 fields
+	shift
+	fields=$(fields_matcher "$@")
+	local obj="hasObjectExpression(anyOf(hasType(pointsTo(recordDecl(hasName(\"$s\")))), hasType(recordDecl(hasName(\"$s\")))))"
+	local lhs="memberExpr($obj, $fields)"
+	echo "match stmt(anyOf(binaryOperator(isAssignmentOperator(), hasLHS(ignoringParenImpCasts($lhs))), unaryOperator(hasAnyOperatorName(\"++\", \"--\"), hasUnaryOperand(ignoringParenImpCasts($lhs))))).bind(\"w\")"
+}
+
+# FILE:LINE:COL of a write: the field it writes (the last name of the
+# member chain that starts there, after a ++ or --)
+field_at() {
+	local file=${1%%:*} rest=${1#*:} line col text
+	line=${rest%%:*}
+	col=${rest#*:}
+	text=$(sed -n "${line}p" "$file")
+	text=${text:$((col - 1))}
+	[[ $text =~ ^(\+\+|--)?[[:space:]]*([[:alnum:]_]+((->|\.)[[:alnum:]_]+)*) ]] &&
+		echo "${BASH_REMATCH[2]##*[>.]}"
+}
+
+# the files of LAYER with the include path its objects are built with
+incs=()
+bad=0
+for layer in "${layers[@]}"; do
+	incs+=("-I$libdir/$layer")
+	shopt -s nullglob
+	srcs=("$libdir/$layer"/*.c)
+	shopt -u nullglob
+	((${#srcs[@]})) || continue
+	for entry in "${owners[@]}"; do
+		read -r s owner fields <<<"$entry"
+		[[ $owner == "$layer" ]] && continue
+		# shellcheck disable=SC2086 # fields: words
+		matcher=$(write_matcher "$s" $fields)
+		out=$("$query" -c "set output diag" -c "$matcher" "${srcs[@]}" \
+			-- -std=c11 -D_GNU_SOURCE \
+			-I"$libdir/../include" "${incs[@]}" 2>&1) ||
+			die "clang-query failed on $layer/: $(head -3 <<<"$out")"
+		grep -q 'error:' <<<"$out" &&
+			die "clang-query cannot parse $layer/: $(grep -m3 'error:' <<<"$out")"
+		while read -r where; do
+			echo "foreign write: ${where#"$libdir"/}: $(field_at "$where") of struct $s, owned by $owner/"
+			bad=1
+		done < <(grep -o "^[^ ]*: note: \"w\" binds here" <<<"$out" |
+			sed 's/: note: "w" binds here$//' | sort -u)
+	done
+done
+((bad)) && exit 1
+echo "field check: ${#layers[@]} layers, ${#owners[@]} owner entries, no foreign writes"
