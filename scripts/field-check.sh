@@ -4,8 +4,9 @@
 #
 # layer-check.sh sees calls; a write to another layer's state is no call.
 # The owners are listed below: a layer's state struct (ctx->proto, ctx->mpi,
-# ctx->coll) is its own, all fields; struct coop_request (core's, every layer
-# keeps per-request state in it) has fields that a layer above owns.  For
+# ctx->coll) is its own, all fields; struct coop_request (core's) has a part
+# per layer above that keeps state in it (match: mpi/; rndv and prof:
+# protocols/).  For
 # every source file, clang-query finds the assignments (=, op=) and
 # increments or decrements whose left side is such a field, and each one
 # outside the owner's folder is reported.  Reading is free, and so are
@@ -31,8 +32,8 @@ owners=(
 	"coop_proto_state protocols ALL"
 	"coop_mpi_state mpi ALL"
 	"coop_coll_state coll ALL"
-	"coop_request mpi seq ticketed rtr_out cancel_wanted wildcard"
-	"coop_request protocols proto rts_sent rid xfer precharged u prof_msg prof_slot prof_dir prof_iter prof_wait_ns"
+	"coop_request mpi match"
+	"coop_request protocols rndv prof"
 )
 
 # member(...) of the fields, for clang-query
@@ -44,26 +45,30 @@ fields_matcher() {
 	echo "member(hasAnyName(${q[*]}))"
 }
 
-# the matcher of writes to STRUCT's FIELDS, bound to "w"
+# the matcher of writes to STRUCT's FIELDS, bound to "w": the written
+# lvalue is such a member, or a part of one (r->rndv.u.coop.split) - a
+# member of STRUCT anywhere in it (also in an index: a false alarm to
+# rewrite, not to list)
 write_matcher() {
 	local s=$1 fields
 	shift
 	fields=$(fields_matcher "$@")
 	local obj="hasObjectExpression(anyOf(hasType(pointsTo(recordDecl(hasName(\"$s\")))), hasType(recordDecl(hasName(\"$s\")))))"
-	local lhs="memberExpr($obj, $fields)"
-	echo "match stmt(anyOf(binaryOperator(isAssignmentOperator(), hasLHS(ignoringParenImpCasts($lhs))), unaryOperator(hasAnyOperatorName(\"++\", \"--\"), hasUnaryOperand(ignoringParenImpCasts($lhs))))).bind(\"w\")"
+	local m="memberExpr($obj, $fields)"
+	local lv="ignoringParenImpCasts(anyOf($m, hasDescendant($m)))"
+	echo "match stmt(anyOf(binaryOperator(isAssignmentOperator(), hasLHS($lv)), unaryOperator(hasAnyOperatorName(\"++\", \"--\"), hasUnaryOperand($lv)))).bind(\"w\")"
 }
 
-# FILE:LINE:COL of a write: the field it writes (the last name of the
-# member chain that starts there, after a ++ or --)
-field_at() {
+# FILE:LINE:COL of a write: the lvalue it writes (the member chain that
+# starts there, after a ++ or --)
+lvalue_at() {
 	local file=${1%%:*} rest=${1#*:} line col text
 	line=${rest%%:*}
 	col=${rest#*:}
 	text=$(sed -n "${line}p" "$file")
 	text=${text:$((col - 1))}
 	[[ $text =~ ^(\+\+|--)?[[:space:]]*([[:alnum:]_]+((->|\.)[[:alnum:]_]+)*) ]] &&
-		echo "${BASH_REMATCH[2]##*[>.]}"
+		echo "${BASH_REMATCH[2]}"
 }
 
 # the files of LAYER with the include path its objects are built with
@@ -87,7 +92,7 @@ for layer in "${layers[@]}"; do
 		grep -q 'error:' <<<"$out" &&
 			die "clang-query cannot parse $layer/: $(grep -m3 'error:' <<<"$out")"
 		while read -r where; do
-			echo "foreign write: ${where#"$libdir"/}: $(field_at "$where") of struct $s, owned by $owner/"
+			echo "foreign write: ${where#"$libdir"/}: $(lvalue_at "$where") (struct $s's, owned by $owner/)"
 			bad=1
 		done < <(grep -o "^[^ ]*: note: \"w\" binds here" <<<"$out" |
 			sed 's/: note: "w" binds here$//' | sort -u)

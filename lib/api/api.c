@@ -366,7 +366,8 @@ static int cancel_locked(coop_request_t *r)
 	ctx = r->ctx;
 	if (r->complete || !(r->pending & EV_MATCH) || !dlist_linked(&r->link))
 		return COOP_SUCCESS;	/* matched already: cancel fails */
-	if (r->ticketed)	/* receiver-initiated matching numbered it */
+	/* receiver-initiated matching numbered it */
+	if (r->match.ticketed)
 		return coop_cancel_ticketed(ctx, r);
 	coop_match_unpost(ctx, r);
 	r->status.cancelled = 1;

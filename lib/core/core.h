@@ -163,6 +163,40 @@ union coop_proto_req {
 	} stripe;
 };
 
+/* The MPI layer's part of a request (mpi/): receiver-initiated matching
+ * and cancel. */
+struct coop_req_match {
+	uint32_t seq;		/* RTR ticket */
+	uint8_t ticketed;
+	uint8_t rtr_out;	/* receive advertised itself with an RTR */
+	uint8_t cancel_wanted;
+	uint8_t wildcard;	/* receive counted in a suspension counter */
+};
+
+/* The protocol layer's part (protocols/): the rendezvous. */
+struct coop_req_rndv {
+	uint8_t proto;		/* enum coop_proto */
+	uint8_t rts_sent;	/* send: an RTS went out */
+	uint8_t precharged;	/* the receiver put our share of the copy in
+				 * our pending load already (COOP-load) */
+	uint32_t rid;		/* the peer's request id */
+	uint64_t xfer;		/* bytes moved by the rendezvous */
+	union coop_proto_req u;
+};
+
+/* The observer's record of a request (COOP_RNDV=profile: the message's
+ * place in its phase log): activation clears it, then only the observer
+ * writes it. */
+struct coop_req_prof {
+	uint16_t msg;		/* index + 1, 0: not recorded (the core
+				 * passes only a recorded request's wait
+				 * and completion on) */
+	uint8_t slot;		/* the phase's slot */
+	uint8_t dir;		/* 0 send, 1 receive */
+	uint32_t iter;		/* the phase iteration it was posted in */
+	uint64_t wait_ns;	/* a completion call for it began */
+};
+
 struct coop_request {
 	struct coop_pool_obj pobj;	/* must be first */
 	struct coop_context *ctx;
@@ -177,8 +211,6 @@ struct coop_request {
 	uint8_t complete;
 	uint8_t user_freed;
 	uint8_t lkey_valid;
-	uint8_t precharged;	/* the receiver put our share of the copy in
-				 * our pending load already (COOP-load) */
 	unsigned pending;	/* EV_* */
 	int err;		/* first error */
 	coop_status_t status;
@@ -195,30 +227,13 @@ struct coop_request {
 	uint16_t comm;
 	void *buf;
 	size_t len;		/* send length / receive capacity */
-	uint32_t seq;		/* RTR ticket */
-	uint8_t ticketed;
-	uint8_t rtr_out;	/* receive advertised itself with an RTR */
-	uint8_t cancel_wanted;
-	uint8_t wildcard;	/* receive counted in a suspension counter */
 	void *owner_data;	/* buffered send: its block */
-	/* the protocol */
-	uint8_t proto;		/* enum coop_proto */
-	uint8_t rts_sent;	/* send: an RTS went out */
-	uint32_t rid;		/* the peer's request id */
-	/* the observer's record of it (COOP_RNDV=profile: the message's
-	 * place in its phase log): activation clears it, then only the
-	 * observer writes it */
-	uint16_t prof_msg;	/* index + 1, 0: not recorded (the core
-				 * passes only a recorded request's wait
-				 * and completion on) */
-	uint8_t prof_slot;	/* the phase's slot */
-	uint8_t prof_dir;	/* 0 send, 1 receive */
-	uint32_t prof_iter;	/* the phase iteration it was posted in */
-	uint64_t prof_wait_ns;	/* a completion call for it began */
-	uint64_t xfer;		/* bytes moved by the rendezvous */
 	struct coop_rkey lkey;	/* our region (registered) */
 	struct coop_job job;
-	union coop_proto_req u;
+	/* each layer's own part, written only there (field-check.sh) */
+	struct coop_req_match match;	/* mpi/ */
+	struct coop_req_rndv rndv;	/* protocols/ */
+	struct coop_req_prof prof;	/* protocols/profile.c */
 };
 
 COOP_HIDDEN struct coop_request *coop_req_new(struct coop_context *ctx,
@@ -587,14 +602,14 @@ static inline void coop_observe_posted(struct coop_request *r, uint64_t enter)
 /* A completion call for r begins. */
 static inline void coop_observe_wait_began(struct coop_request *r)
 {
-	if (r->prof_msg)	/* only a recorded request, so observed */
+	if (r->prof.msg)	/* only a recorded request, so observed */
 		r->ctx->observer->wait_began(r);
 }
 
 /* A completion call returns r, complete. */
 static inline void coop_observe_completed(struct coop_request *r)
 {
-	if (r->prof_msg)
+	if (r->prof.msg)
 		r->ctx->observer->completed(r);
 }
 

@@ -96,7 +96,7 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	coop_async_kick(ctx);
 	if (ctx->load) {
 		ADD(&ctx->load->pending_ops, 1);
-		if (!r->precharged)
+		if (!r->rndv.precharged)
 			ADD(&ctx->load->pending_bytes, j->charge);
 	}
 }

@@ -134,7 +134,7 @@ int coop_req_reg(struct coop_request *r, unsigned access)
 static void req_release_resources(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
-	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->proto);
+	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->rndv.proto);
 
 	if (r->lkey_valid) {
 		ctx->prov.ops->dereg(&ctx->prov, &r->lkey);
@@ -148,8 +148,8 @@ static void req_release_resources(struct coop_request *r)
 static void req_account(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
-	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->proto);
-	int p = ops && ops->reported ? ops->reported(r) : r->proto;
+	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->rndv.proto);
+	int p = ops && ops->reported ? ops->reported(r) : r->rndv.proto;
 
 	if (p >= COOP_PROTOCOL_COUNT)
 		p = PROTO_NONE;

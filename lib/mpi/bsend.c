@@ -142,7 +142,7 @@ int coop_bsend_start(struct coop_context *ctx, struct coop_request *r)
 	in->complete_cb = inner_done;
 	in->owner_data = b;
 	coop_req_activate(in);
-	in->seq = r->seq;
+	in->match.seq = r->match.seq;
 	rc = coop_p2p_send_rndv(ctx, in);
 	if (rc)
 		coop_req_fail(in, rc);

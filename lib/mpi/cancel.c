@@ -25,14 +25,14 @@ static int rtr_covers(struct coop_context *ctx, struct coop_request *r)
 {
 	struct dlist *pos;
 
-	if (r->rtr_out)
+	if (r->match.rtr_out)
 		return 1;
 	dlist_for_each(pos, &ctx->mpi->prq) {
 		struct coop_request *q =
 			container_of(pos, struct coop_request, link);
 
-		if (q->ticketed && same_triple(q, r) && q->seq > r->seq &&
-		    q->rtr_out)
+		if (q->match.ticketed && same_triple(q, r) &&
+		    q->match.seq > r->match.seq && q->match.rtr_out)
 			return 1;
 	}
 	return 0;
@@ -48,9 +48,11 @@ static void renumber_after(struct coop_context *ctx, struct coop_triple *t,
 		struct coop_request *q =
 			container_of(pos, struct coop_request, link);
 
-		if (q->ticketed && same_triple(q, r) && q->seq > r->seq) {
-			q->seq--;
-			q->rtr_out = 0;	/* the sender dropped those RTRs */
+		if (q->match.ticketed && same_triple(q, r) &&
+		    q->match.seq > r->match.seq) {
+			q->match.seq--;
+			/* the sender dropped those RTRs */
+			q->match.rtr_out = 0;
 		}
 	}
 	t->rcount--;
@@ -60,7 +62,7 @@ static void cancel_now(struct coop_context *ctx, struct coop_request *r)
 {
 	coop_match_unpost(ctx, r);
 	r->status.cancelled = 1;
-	r->cancel_wanted = 0;
+	r->match.cancel_wanted = 0;
 	coop_req_event(r, EV_MATCH | EV_REVOKE);
 }
 
@@ -71,7 +73,7 @@ int coop_cancel_ticketed(struct coop_context *ctx, struct coop_request *r)
 
 	if (!t)
 		return COOP_ERR_NOMEM;
-	r->cancel_wanted = 1;
+	r->match.cancel_wanted = 1;
 	if (t->revoking)
 		return COOP_SUCCESS;	/* retried when the answer comes */
 	if (!rtr_covers(ctx, r)) {
@@ -80,7 +82,7 @@ int coop_cancel_ticketed(struct coop_context *ctx, struct coop_request *r)
 		return COOP_SUCCESS;
 	}
 	coop_hdr_init(ctx, &pkt.h, PKT_REVOKE, r->comm, r->tag);
-	pkt.h.seq = r->seq;
+	pkt.h.seq = r->match.seq;
 	pkt.revoke.rreq = coop_req_id(r);
 	pkt.revoke.ok = 0;
 	t->revoking = 1;
@@ -97,7 +99,7 @@ static void retry_cancels(struct coop_context *ctx, uint16_t comm, int peer,
 		struct coop_request *q =
 			container_of(pos, struct coop_request, link);
 
-		if (q->cancel_wanted && !(q->pending & EV_REVOKE) &&
+		if (q->match.cancel_wanted && !(q->pending & EV_REVOKE) &&
 		    q->comm == comm && q->peer == peer && q->tag == tag) {
 			coop_cancel_ticketed(ctx, q);
 			return;	/* at most one handshake at a time */
@@ -120,7 +122,8 @@ static void revoke_reply(struct coop_context *ctx,
 		renumber_after(ctx, t, r);
 		cancel_now(ctx, r);
 	} else if (r) {
-		r->cancel_wanted = 0;	/* too late: it completes normally */
+		/* too late: it completes normally */
+		r->match.cancel_wanted = 0;
 		coop_req_event(r, EV_REVOKE);
 	}
 	coop_rtr_resume(ctx, p->h.comm);

@@ -36,7 +36,7 @@ struct coop_request *coop_match_posted(struct coop_context *ctx,
 				      m->tag, m->comm))
 			continue;
 		/* a ticketed receive is reserved for its own message */
-		if (r->ticketed && r->seq != m->seq)
+		if (r->match.ticketed && r->match.seq != m->seq)
 			continue;
 		return r;
 	}
@@ -92,7 +92,7 @@ void coop_match_post(struct coop_context *ctx, struct coop_request *r)
 void coop_match_unpost(struct coop_context *ctx, struct coop_request *r)
 {
 	dlist_del(&r->link);
-	if (r->wildcard)
+	if (r->match.wildcard)
 		coop_rtr_unpost_wildcard(ctx, r);
 }
 

@@ -137,10 +137,10 @@ static void on_arrival(struct coop_context *ctx, const union coop_pkt *p)
 /* A request (re)starts: no ticket, RTR, wildcard count or cancel. */
 static void mpi_req_activate(struct coop_request *r)
 {
-	r->ticketed = 0;
-	r->rtr_out = 0;
-	r->wildcard = 0;
-	r->cancel_wanted = 0;
+	r->match.ticketed = 0;
+	r->match.rtr_out = 0;
+	r->match.wildcard = 0;
+	r->match.cancel_wanted = 0;
 }
 
 int coop_mpi_layer_init(struct coop_context *ctx)

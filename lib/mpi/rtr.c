@@ -80,8 +80,8 @@ static int ticket(struct coop_context *ctx, struct coop_request *r)
 
 	if (!t)
 		return 0;
-	r->seq = ++t->rcount;
-	r->ticketed = 1;
+	r->match.seq = ++t->rcount;
+	r->match.ticketed = 1;
 	return coop_req_rndv_sized(ctx, r);
 }
 
@@ -90,7 +90,7 @@ static void rtr_send(struct coop_context *ctx, struct coop_request *r);
 static void recv_posted(struct coop_context *ctx, struct coop_request *r)
 {
 	if (r->peer == COOP_ANY_SOURCE || r->tag == COOP_ANY_TAG) {
-		r->wildcard = 1;
+		r->match.wildcard = 1;
 		wild_count(ctx, r, +1);
 		return;
 	}
@@ -116,12 +116,13 @@ void coop_rtr_resume(struct coop_context *ctx, uint16_t comm)
 		struct coop_request *r =
 			container_of(pos, struct coop_request, link);
 
-		if (r->comm != comm || r->wildcard ||
+		if (r->comm != comm || r->match.wildcard ||
 		    suspended(ctx, comm, r->peer, r->tag))
 			continue;
-		if (!r->ticketed)
+		if (!r->match.ticketed)
 			ticket(ctx, r);
-		if (r->ticketed && !r->rtr_out && coop_req_rndv_sized(ctx, r))
+		if (r->match.ticketed && !r->match.rtr_out &&
+		    coop_req_rndv_sized(ctx, r))
 			rtr_send(ctx, r);
 	}
 }
@@ -129,7 +130,7 @@ void coop_rtr_resume(struct coop_context *ctx, uint16_t comm)
 void coop_rtr_unpost_wildcard(struct coop_context *ctx,
 			      struct coop_request *r)
 {
-	r->wildcard = 0;
+	r->match.wildcard = 0;
 	if (wild_count(ctx, r, -1) == 0)
 		coop_rtr_resume(ctx, r->comm);
 }
@@ -143,12 +144,12 @@ static void rtr_send(struct coop_context *ctx, struct coop_request *r)
 	if (coop_req_reg(r, COOPMPI_REGION_WRITE))
 		return;		/* stays sender-initiated */
 	coop_hdr_init(ctx, &pkt.h, PKT_RTR, r->comm, r->tag);
-	pkt.h.seq = r->seq;
+	pkt.h.seq = r->match.seq;
 	pkt.rtr.rreq = coop_req_id(r);
 	pkt.rtr.pad = 0;
 	pkt.rtr.cap = r->len;
 	pkt.rtr.key = r->lkey;
-	r->rtr_out = 1;
+	r->match.rtr_out = 1;
 	coop_send_pkt(ctx, r->peer, &pkt);
 }
 
@@ -162,7 +163,7 @@ static struct coop_request *waiting_send(struct coop_context *ctx,
 			container_of(pos, struct coop_request, link);
 
 		if (s->peer == p->h.src && s->comm == p->h.comm &&
-		    s->tag == p->h.tag && s->seq == p->h.seq)
+		    s->tag == p->h.tag && s->match.seq == p->h.seq)
 			return s;
 	}
 	return NULL;
@@ -241,7 +242,7 @@ static void sent_eagerly(struct coop_context *ctx, struct coop_request *r)
 	struct coop_triple *t = coop_triple_get(ctx, r->comm, r->peer, r->tag);
 
 	if (t && !dlist_empty(&t->rtrq))
-		rtrq_scan(ctx, t, r->seq + 1, 0);
+		rtrq_scan(ctx, t, r->match.seq + 1, 0);
 }
 
 /* 1 when an RTR for send s was queued: s now writes (no RTS); else 0. */
@@ -252,7 +253,7 @@ static int take_rtr(struct coop_context *ctx, struct coop_request *s)
 
 	if (!t || dlist_empty(&t->rtrq))
 		return 0;
-	u = rtrq_scan(ctx, t, s->seq, s->seq);
+	u = rtrq_scan(ctx, t, s->match.seq, s->match.seq);
 	if (!u)
 		return 0;
 	coop_rndv_write_for_rtr(s, u->d.sreq, u->d.len, &u->d.key);
@@ -325,7 +326,7 @@ static void number_send(struct coop_context *ctx, struct coop_request *r)
 {
 	if (coop_req_rndv_sized(ctx, r))
 		coop_progress_once(ctx);
-	r->seq = send_seq(ctx, r->comm, r->peer, r->tag, 0);
+	r->match.seq = send_seq(ctx, r->comm, r->peer, r->tag, 0);
 }
 
 static int send_rndv(struct coop_context *ctx, struct coop_request *r)

@@ -279,8 +279,8 @@ static int arm(struct coop_request *r)
 	d->rid[slot] = coop_req_id(r);
 	d->bpos[slot] = d->nbusy;
 	d->busy[d->nbusy++] = slot;
-	r->u.dma.nslot = slot;
-	r->u.dma.armed = 1;
+	r->rndv.u.dma.nslot = slot;
+	r->rndv.u.dma.armed = 1;
 	return 0;
 }
 
@@ -293,7 +293,7 @@ static int dma_matched(struct coop_request *r, const struct coop_msgdesc *m,
 	(void)split;
 	if (arm(r))
 		return -1;
-	a.slot = r->u.dma.nslot;
+	a.slot = r->rndv.u.dma.nslot;
 	a.ncookie = r->ctx->proto->dma->akey.cookie;
 	r->pending |= EV_PEER;
 	return coop_proto_send_cts(r, &a);
@@ -327,7 +327,7 @@ static int notes_poll(struct coop_context *ctx, struct coop_dma *d)
 		/* an armed slot's receive is alive: see dma_release */
 		r = coop_req_lookup(ctx, d->rid[slot]);
 		if (r) {
-			r->u.dma.armed = 0;
+			r->rndv.u.dma.armed = 0;
 			coop_req_event(r, EV_PEER);
 		}
 		n++;
@@ -342,8 +342,8 @@ static int notes_poll(struct coop_context *ctx, struct coop_dma *d)
  * COOP_XFER_STRIPE's) engine part; NULL when it ended. */
 static struct coop_job *offload_job(struct coop_request *s)
 {
-	struct coop_job *j = s->proto == PROTO_STRIPE ? &s->u.stripe.engine :
-							&s->job;
+	struct coop_job *j = s->rndv.proto == PROTO_STRIPE ?
+			     &s->rndv.u.stripe.engine : &s->job;
 
 	if ((s->kind != REQ_SEND && s->kind != REQ_XFER) ||
 	    j->kind != JOB_OFFLOAD || !dlist_linked(&j->link))
@@ -364,7 +364,7 @@ static int job_put(struct coop_context *ctx, struct coop_request *s,
 		   struct coop_job *j, uint64_t len, int note)
 {
 	struct note n = {
-		note_word(s->rid, (uint32_t)(j->noff / sizeof(n))), j->len
+		note_word(s->rndv.rid, (uint32_t)(j->noff / sizeof(n))), j->len
 	};
 
 	return ctx->prov.ops->offload_put(&ctx->prov, j->peer,
@@ -448,7 +448,7 @@ static void offload_job_init(struct coop_job *j, struct coop_request *s,
 	j->key = key;		/* roff + cursor of the region */
 	j->roff = roff;
 	j->cursor = off;
-	j->len = s->xfer;
+	j->len = s->rndv.xfer;
 	j->own_slot = -1;
 }
 
@@ -540,9 +540,9 @@ static int dma_progress(struct coop_context *ctx)
  * copies in flight end unheeded). */
 static void dma_release(struct coop_request *r)
 {
-	if (r->u.dma.armed) {
-		slot_free(r->ctx->proto->dma, r->u.dma.nslot);
-		r->u.dma.armed = 0;
+	if (r->rndv.u.dma.armed) {
+		slot_free(r->ctx->proto->dma, r->rndv.u.dma.nslot);
+		r->rndv.u.dma.armed = 0;
 	}
 	if (r->job.kind == JOB_OFFLOAD && dlist_linked(&r->job.link))
 		dlist_del(&r->job.link);
@@ -556,8 +556,9 @@ void coop_dma_put(struct coop_request *r, const struct coop_rkey *key,
 	struct coop_context *ctx = r->ctx;
 	struct coop_job *j = &r->job;
 
-	r->proto = PROTO_DMA;	/* dma_release drops the job if r fails */
-	r->xfer = r->len;
+	/* dma_release drops the job if r fails */
+	r->rndv.proto = PROTO_DMA;
+	r->rndv.xfer = r->len;
 	offload_job_init(j, r, *key, roff, 0, ops);
 	if (!j->len) {		/* nothing to give the engine */
 		ops->done(j);
@@ -574,7 +575,7 @@ void coop_dma_stripe_part(struct coop_request *s,
 			  uint64_t off, const struct coop_job_ops *ops)
 {
 	struct coop_context *ctx = s->ctx;
-	struct coop_job *j = &s->u.stripe.engine;
+	struct coop_job *j = &s->rndv.u.stripe.engine;
 
 	offload_job_init(j, s, *key, roff, off, ops);
 	dlist_add_tail(&ctx->proto->dma->stripes, &j->link);
@@ -583,7 +584,7 @@ void coop_dma_stripe_part(struct coop_request *s,
 
 int coop_dma_stripe_stop(struct coop_request *s, int err)
 {
-	struct coop_job *j = &s->u.stripe.engine;
+	struct coop_job *j = &s->rndv.u.stripe.engine;
 
 	if (!dlist_linked(&j->link))
 		return 1;

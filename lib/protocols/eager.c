@@ -35,7 +35,7 @@ static size_t span_max(unsigned flags)
 
 static void send_done(struct coop_request *r, int sync)
 {
-	r->proto = PROTO_EAGER;
+	r->rndv.proto = PROTO_EAGER;
 	if (sync) {
 		r->pending |= EV_ACK;
 		return;
@@ -87,7 +87,7 @@ static int send_inline(struct coop_context *ctx, struct coop_request *r)
 {
 	union coop_pkt pkts[PKT_SPAN_MAX];
 	struct coop_pkt_hdr env = { .comm = r->comm, .tag = r->tag,
-				    .seq = r->seq };
+				    .seq = r->match.seq };
 	int sync = !!(r->flags & COOP_SEND_SYNC);
 	uint32_t id = sync ? coop_req_id(r) : 0;
 	unsigned n = fill_inline(ctx, pkts, &env, r->buf, r->len,
@@ -112,7 +112,7 @@ static int send_bounce(struct coop_context *ctx, struct coop_request *r)
 	memcpy(coop_seg_bounce(&ctx->seg, (uint32_t)slot), r->buf, r->len);
 	ctx->bslot_peer[slot] = (uint16_t)r->peer;
 	coop_hdr_init(ctx, &pkt.h, PKT_EAGER_BB, r->comm, r->tag);
-	pkt.h.seq = r->seq;
+	pkt.h.seq = r->match.seq;
 	if (sync)
 		pkt.h.flags |= PF_SYNC;
 	pkt.bb.slot = (uint32_t)slot;
@@ -209,7 +209,7 @@ void coop_eager_deliver(struct coop_request *r, const struct coop_msgdesc *m)
 		release_slot(ctx, m);
 	}
 	r->status.count = n;
-	r->proto = PROTO_EAGER;
+	r->rndv.proto = PROTO_EAGER;
 	if (m->flags & PF_SYNC)
 		send_ack(ctx, m);
 	coop_req_event(r, EV_MATCH);

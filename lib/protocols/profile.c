@@ -242,7 +242,7 @@ static void log_post(struct coop_request *r, uint64_t enter_ns)
 	int dir = r->kind == REQ_SEND ? DIR_SEND : DIR_RECV;
 	struct prof_log *l;
 
-	r->prof_msg = 0;
+	r->prof.msg = 0;
 	if (pf->cur < 0 || r->peer < 0 || r->peer >= ctx->size ||
 	    r->len <= ctx->cfg.eager_max ||
 	    (r->kind != REQ_SEND && r->kind != REQ_RECV))
@@ -253,17 +253,17 @@ static void log_post(struct coop_request *r, uint64_t enter_ns)
 	l->bytes[l->nmsg] = r->len;
 	add_event(l, l->nmsg, COOP_MODEL_POST, enter_ns,
 		  compute_clock(ctx));
-	r->prof_msg = (uint16_t)(++l->nmsg);
-	r->prof_slot = (uint8_t)pf->cur;
-	r->prof_dir = (uint8_t)dir;
-	r->prof_iter = pf->slot[pf->cur].iter;
+	r->prof.msg = (uint16_t)(++l->nmsg);
+	r->prof.slot = (uint8_t)pf->cur;
+	r->prof.dir = (uint8_t)dir;
+	r->prof.iter = pf->slot[pf->cur].iter;
 }
 
 /* The first completion call for r ends the compute before its wait. */
 static void wait_began(struct coop_request *r)
 {
-	if (!r->prof_wait_ns)
-		r->prof_wait_ns = compute_clock(r->ctx);
+	if (!r->prof.wait_ns)
+		r->prof.wait_ns = compute_clock(r->ctx);
 }
 
 /* A completion call returns it: its wait, from its first completion
@@ -276,16 +276,16 @@ static void log_completion(struct coop_request *r)
 	struct prof_log *l;
 	uint64_t now;
 
-	if (pf->cur != r->prof_slot)
+	if (pf->cur != r->prof.slot)
 		return;
-	s = &pf->slot[r->prof_slot];
-	l = s->cur[r->prof_dir][r->peer];
-	if (!l || s->iter != r->prof_iter)
+	s = &pf->slot[r->prof.slot];
+	l = s->cur[r->prof.dir][r->peer];
+	if (!l || s->iter != r->prof.iter)
 		return;		/* completed in a later phase or iteration */
 	now = compute_clock(ctx);
-	add_event(l, r->prof_msg - 1u, COOP_MODEL_WAIT,
-		  r->prof_wait_ns ? r->prof_wait_ns : now, now);
-	r->prof_msg = 0;
+	add_event(l, r->prof.msg - 1u, COOP_MODEL_WAIT,
+		  r->prof.wait_ns ? r->prof.wait_ns : now, now);
+	r->prof.msg = 0;
 }
 
 /* ---------------- prediction ---------------- */

@@ -15,14 +15,14 @@
 /* A request (re)starts: no protocol yet, nothing moved, no record. */
 static void proto_req_activate(struct coop_request *r)
 {
-	r->proto = PROTO_NONE;
-	r->rts_sent = 0;
-	r->precharged = 0;
-	r->xfer = 0;
-	r->prof_msg = 0;
-	r->prof_wait_ns = 0;
+	r->rndv.proto = PROTO_NONE;
+	r->rndv.rts_sent = 0;
+	r->rndv.precharged = 0;
+	r->rndv.xfer = 0;
+	r->prof.msg = 0;
+	r->prof.wait_ns = 0;
 	if (r->kind != REQ_COLL)	/* a collective's carries none */
-		memset(&r->u, 0, sizeof(r->u));
+		memset(&r->rndv.u, 0, sizeof(r->rndv.u));
 }
 
 int coop_proto_layer_init(struct coop_context *ctx)
@@ -115,8 +115,8 @@ static uint64_t sender_share(const struct coop_request *r,
 			     enum coop_proto proto, uint64_t split)
 {
 	if (proto == PROTO_RPUT)
-		return r->xfer;
-	return proto == PROTO_COOP ? r->xfer - split : 0;
+		return r->rndv.xfer;
+	return proto == PROTO_COOP ? r->rndv.xfer - split : 0;
 }
 
 int coop_proto_send_cts(struct coop_request *r, const struct coop_cts_args *a)
@@ -132,9 +132,9 @@ int coop_proto_send_cts(struct coop_request *r, const struct coop_cts_args *a)
 	coop_load_precharge(ctx, src, charge);
 	coop_hdr_init(ctx, &pkt.h, PKT_CTS, r->comm, r->status.tag);
 	pkt.h.proto = (uint8_t)a->proto;
-	pkt.cts.sreq = r->rid;
+	pkt.cts.sreq = r->rndv.rid;
 	pkt.cts.rreq = coop_req_id(r);
-	pkt.cts.len = r->xfer;
+	pkt.cts.len = r->rndv.xfer;
 	pkt.cts.key = r->lkey;
 	pkt.cts.slot = a->slot;
 	pkt.cts.chunk = (uint32_t)a->chunk;
@@ -163,8 +163,8 @@ int coop_proto_send_fin(struct coop_context *ctx, int peer, uint32_t rid,
 
 void coop_proto_sender_fin(struct coop_request *s, int err, uint64_t copied)
 {
-	coop_proto_send_fin(s->ctx, s->peer, s->rid, err, s->len, s->tag,
-			    copied, s->rts_sent ? PF_RTS_SENT : 0);
+	coop_proto_send_fin(s->ctx, s->peer, s->rndv.rid, err, s->len, s->tag,
+			    copied, s->rndv.rts_sent ? PF_RTS_SENT : 0);
 }
 
 void coop_proto_send_slot_fin(struct coop_context *ctx, int peer,

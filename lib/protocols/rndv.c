@@ -88,7 +88,7 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 			return rc;
 	}
 	coop_hdr_init(ctx, &pkt.h, PKT_RTS, r->comm, r->tag);
-	pkt.h.seq = r->seq;
+	pkt.h.seq = r->match.seq;
 	pkt.h.proto = (uint8_t)proto;
 	if (r->flags & COOP_SEND_SYNC)
 		pkt.h.flags |= PF_SYNC;
@@ -105,9 +105,9 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 		pkt.rts.key = r->lkey;
 	else
 		memset(&pkt.rts.key, 0, sizeof(pkt.rts.key));
-	r->proto = (uint8_t)proto;
+	r->rndv.proto = (uint8_t)proto;
 	r->pending |= EV_PEER;
-	r->rts_sent = 1;
+	r->rndv.rts_sent = 1;
 	if (ctx->proto->send_hooks)
 		ctx->proto->send_hooks->rts_sent(ctx, r);
 	rc = coop_send_pkt(ctx, r->peer, &pkt);
@@ -127,8 +127,8 @@ static void read_done(struct coop_job *j)
 	if (j->err)
 		coop_req_set_error(r, j->err);
 	if (!j->shared || j->err)
-		coop_proto_send_fin(r->ctx, j->peer, r->rid, j->err, r->xfer,
-				    r->status.tag, j->done, 0);
+		coop_proto_send_fin(r->ctx, j->peer, r->rndv.rid, j->err,
+				    r->rndv.xfer, r->status.tag, j->done, 0);
 	coop_req_event(r, EV_LOCAL);
 }
 
@@ -158,7 +158,7 @@ static int push_frag(struct coop_job *j, uint64_t off, uint64_t n)
 	       (char *)r->buf + off, n);
 	ctx->bslot_peer[slot] = (uint16_t)j->peer;
 	coop_hdr_init(ctx, &pkt.h, PKT_FRAG, r->comm, r->tag);
-	pkt.frag.rreq = r->rid;
+	pkt.frag.rreq = r->rndv.rid;
 	pkt.frag.slot = (uint32_t)slot;
 	pkt.frag.off = off;
 	pkt.frag.len = n;
@@ -179,7 +179,7 @@ static void start_read(struct coop_request *r, const struct coop_msgdesc *m,
 {
 	struct coop_job_args a = {
 		.kind = JOB_READ, .peer = m->src, .local = r->buf,
-		.key = &m->key, .len = r->xfer, .shared = shared,
+		.key = &m->key, .len = r->rndv.xfer, .shared = shared,
 		.chunk = chunk, .ops = &read_ops,
 	};
 
@@ -199,7 +199,7 @@ static int rget_matched(struct coop_request *r, const struct coop_msgdesc *m,
 static int cts_matched(struct coop_request *r, const struct coop_msgdesc *m,
 		       uint64_t split)
 {
-	struct coop_cts_args a = { .proto = (enum coop_proto)r->proto,
+	struct coop_cts_args a = { .proto = (enum coop_proto)r->rndv.proto,
 				   .slot = UINT32_MAX };
 
 	(void)m;
@@ -214,8 +214,8 @@ static int coop_matched(struct coop_request *r, const struct coop_msgdesc *m,
 			uint64_t split)
 {
 	struct coop_context *ctx = r->ctx;
-	uint64_t chunk = coop_job_shared_chunk(ctx, r->xfer);
-	int slot = coop_seg_work_alloc(&ctx->seg, r->xfer, chunk, split,
+	uint64_t chunk = coop_job_shared_chunk(ctx, r->rndv.xfer);
+	int slot = coop_seg_work_alloc(&ctx->seg, r->rndv.xfer, chunk, split,
 				       m->src);
 	struct coop_cts_args a = { .proto = PROTO_COOP, .slot = (uint32_t)slot,
 				   .chunk = chunk, .split = split };
@@ -228,7 +228,7 @@ static int coop_matched(struct coop_request *r, const struct coop_msgdesc *m,
 		coop_seg_work_free(&ctx->seg, (uint32_t)slot, m->src);
 		return rc;
 	}
-	r->u.coop.split = split;
+	r->rndv.u.coop.split = split;
 	start_read(r, m, &ctx->seg.work[slot], chunk);
 	r->job.own_slot = slot;
 	return COOP_SUCCESS;
@@ -241,7 +241,7 @@ static enum coop_proto answer_proto(struct coop_request *r,
 {
 	enum coop_proto proto = (enum coop_proto)m->proto;
 
-	*split = r->xfer / 2;
+	*split = r->rndv.xfer / 2;
 	if (proto == PROTO_AUTO)
 		proto = coop_select(r, m, split);
 	if ((proto == PROTO_RGET || proto == PROTO_COOP) &&
@@ -267,7 +267,7 @@ static int start_proto(struct coop_request *r, const struct coop_msgdesc *m,
 
 	if (!ops || !ops->matched)
 		return COOP_ERR_INTERNAL;	/* not a protocol of ours */
-	r->proto = (uint8_t)proto;
+	r->rndv.proto = (uint8_t)proto;
 	return ops->matched(r, m, split);
 }
 
@@ -278,9 +278,9 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 	uint64_t split;
 	int rc;
 
-	r->rid = m->sreq;
-	r->xfer = COOP_MIN(m->len, r->len);
-	r->status.count = r->xfer;
+	r->rndv.rid = m->sreq;
+	r->rndv.xfer = COOP_MIN(m->len, r->len);
+	r->status.count = r->rndv.xfer;
 	if (m->len > r->len)
 		coop_req_set_error(r, COOP_ERR_TRUNCATE);
 	/* a staged message needs no sender: post-copy's data is in our
@@ -290,7 +290,7 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 		coop_req_fail(r, COOP_ERR_PEER_DEAD);
 		return;
 	}
-	if (r->rtr_out) {	/* our RTR is the sender's CTS */
+	if (r->match.rtr_out) {	/* our RTR is the sender's CTS */
 		r->pending |= EV_PEER;
 		coop_req_event(r, EV_MATCH);
 		return;
@@ -305,7 +305,7 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 	}
 	/* e.g. the buffer cannot be registered: the sender waits for our
 	 * answer, so it gets this one */
-	coop_proto_send_fin(ctx, m->src, r->rid, rc, m->len, r->status.tag,
+	coop_proto_send_fin(ctx, m->src, r->rndv.rid, rc, m->len, r->status.tag,
 			    0, 0);
 	coop_req_fail(r, rc);
 }
@@ -318,7 +318,7 @@ static void start_write(struct coop_request *r)
 	struct coop_rkey key = r->job.key;	/* set by the CTS/RTR */
 	struct coop_job_args a = {
 		.kind = JOB_WRITE, .peer = r->peer, .local = r->buf,
-		.key = &key, .len = r->xfer, .chunk = solo_chunk(ctx),
+		.key = &key, .len = r->rndv.xfer, .chunk = solo_chunk(ctx),
 		.ops = &write_ops,
 	};
 
@@ -335,10 +335,10 @@ static void start_write(struct coop_request *r)
 void coop_rndv_write_for_rtr(struct coop_request *s, uint32_t rreq,
 			     uint64_t cap, const struct coop_rkey *key)
 {
-	s->rid = rreq;
-	s->xfer = COOP_MIN(s->len, cap);
+	s->rndv.rid = rreq;
+	s->rndv.xfer = COOP_MIN(s->len, cap);
 	s->job.key = *key;
-	s->proto = PROTO_RTR;
+	s->rndv.proto = PROTO_RTR;
 	start_write(s);
 }
 
@@ -354,7 +354,7 @@ static void coop_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 	struct coop_seg *pseg = &s->ctx->peers[s->peer].seg;
 	struct coop_job_args a = {
 		.kind = JOB_WRITE, .peer = s->peer, .local = s->buf,
-		.key = &p->key, .len = s->xfer, .chunk = p->chunk,
+		.key = &p->key, .len = s->rndv.xfer, .chunk = p->chunk,
 		.ops = &write_ops,
 	};
 
@@ -362,9 +362,9 @@ static void coop_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 		coop_req_fail(s, COOP_ERR_INTERNAL);
 		return;
 	}
-	s->u.coop.peer_slot = p->slot;
-	s->u.coop.holds_slot = 1;
-	s->u.coop.split = pseg->work[p->slot].split;
+	s->rndv.u.coop.peer_slot = p->slot;
+	s->rndv.u.coop.holds_slot = 1;
+	s->rndv.u.coop.split = pseg->work[p->slot].split;
 	a.shared = &pseg->work[p->slot];
 	s->pending |= EV_LOCAL;
 	coop_job_start(s, &a);
@@ -384,12 +384,13 @@ static void on_cts(struct coop_context *ctx, const union coop_pkt *pkt)
 		coop_req_fail(s, COOP_ERR_INTERNAL);
 		return;
 	}
-	s->rid = p->rreq;
-	s->xfer = COOP_MIN(p->len, s->len);
+	s->rndv.rid = p->rreq;
+	s->rndv.xfer = COOP_MIN(p->len, s->len);
 	s->job.key = p->key;
 	/* the receiver charged our share to our load (coop_proto_send_cts) */
-	s->precharged = p->h.proto == PROTO_RPUT || p->h.proto == PROTO_COOP;
-	s->proto = p->h.proto;
+	s->rndv.precharged = p->h.proto == PROTO_RPUT ||
+			     p->h.proto == PROTO_COOP;
+	s->rndv.proto = p->h.proto;
 	ops->on_cts(s, p);
 	/* RPUT: our FIN ends it; COOP: the done counter; DMA: the engine's
 	 * notification */
@@ -421,13 +422,15 @@ static void on_fin(struct coop_context *ctx, const union coop_pkt *pkt)
 		q->status.count = COOP_MIN(p->len, q->len);
 		if (p->len > q->len)
 			coop_req_set_error(q, COOP_ERR_TRUNCATE);
-		if (q->proto == PROTO_NONE && q->rtr_out)
-			q->proto = PROTO_RTR;	/* the sender wrote: status */
+		/* the sender wrote: status */
+		if (q->rndv.proto == PROTO_NONE && q->match.rtr_out)
+			q->rndv.proto = PROTO_RTR;
 		coop_req_unlink(q);
 		coop_req_event(q, EV_MATCH | EV_PEER);
 	} else {
-		if (q->proto == PROTO_AUTO)	/* no CTS: the receiver read */
-			q->proto = PROTO_RGET;
+		/* no CTS: the receiver read */
+		if (q->rndv.proto == PROTO_AUTO)
+			q->rndv.proto = PROTO_RGET;
 		coop_req_event(q, EV_PEER);
 	}
 }
@@ -456,19 +459,19 @@ static void on_frag(struct coop_context *ctx, const union coop_pkt *pkt)
 /* The sender is done with the receiver's work slot: FIN for it. */
 static void coop_release(struct coop_request *r)
 {
-	if (!r->u.coop.holds_slot)
+	if (!r->rndv.u.coop.holds_slot)
 		return;
-	r->u.coop.holds_slot = 0;
-	coop_proto_send_slot_fin(r->ctx, r->peer, r->u.coop.peer_slot);
+	r->rndv.u.coop.holds_slot = 0;
+	coop_proto_send_slot_fin(r->ctx, r->peer, r->rndv.u.coop.peer_slot);
 }
 
 /* Assisted RGET and RPUT (a COOP work slot split at the end or the
  * start, select.c) report the protocol that copied. */
 static int coop_reported(const struct coop_request *r)
 {
-	if (r->u.coop.split >= r->xfer)
+	if (r->rndv.u.coop.split >= r->rndv.xfer)
 		return PROTO_RGET;
-	return r->u.coop.split ? PROTO_COOP : PROTO_RPUT;
+	return r->rndv.u.coop.split ? PROTO_COOP : PROTO_RPUT;
 }
 
 static const struct coop_proto_ops rget_ops = {

@@ -155,11 +155,11 @@ static enum coop_proto table_choice(struct coop_request *r,
 
 	switch (table2[send_kind(m->flags)][recv_blocks]) {
 	case CELL_COOP:
-		return by_load(ctx, m->src, r->xfer, 1, split);
+		return by_load(ctx, m->src, r->rndv.xfer, 1, split);
 	case CELL_RGET:
 		return PROTO_RGET;
 	case CELL_LOAD:
-		return by_load(ctx, m->src, r->xfer, 0, split);
+		return by_load(ctx, m->src, r->rndv.xfer, 0, split);
 	case CELL_RPUT:
 	default:
 		return PROTO_RPUT;
@@ -184,14 +184,15 @@ enum coop_proto coop_select(struct coop_request *r,
 	struct coop_context *ctx = r->ctx;
 	enum coop_proto p;
 
-	if (r->xfer < ctx->cfg.hybrid_min)
+	if (r->rndv.xfer < ctx->cfg.hybrid_min)
 		return PROTO_RGET;
 	p = r->flags & REQ_F_SINGLE_COPY ?
-	    single_copy(r, m->src, r->xfer, split) : table_choice(r, m, split);
+	    single_copy(r, m->src, r->rndv.xfer, split) :
+	    table_choice(r, m, split);
 	if (p == PROTO_RPUT && (m->flags & PF_ENGINE) &&
-	    coop_stripe_usable(ctx, r->xfer))
+	    coop_stripe_usable(ctx, r->rndv.xfer))
 		return PROTO_STRIPE;
 	if (r->flags & REQ_F_SINGLE_COPY)
 		return p;
-	return assisted(ctx, p, r->xfer, split);
+	return assisted(ctx, p, r->rndv.xfer, split);
 }

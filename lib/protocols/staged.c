@@ -183,7 +183,7 @@ int coop_staged_send(struct coop_context *ctx, struct coop_request *r,
 	memcpy(ring->base + off, r->buf, r->len);
 	coop_load_history_add(ctx, r->len, coop_now_ns());
 	coop_hdr_init(ctx, &pkt.h, PKT_RTS, r->comm, r->tag);
-	pkt.h.seq = r->seq;
+	pkt.h.seq = r->match.seq;
 	pkt.h.proto = (uint8_t)proto;
 	if (r->flags & REQ_F_BUFFERED_INNER)
 		pkt.h.flags |= PF_BUFFERED;
@@ -197,7 +197,7 @@ int coop_staged_send(struct coop_context *ctx, struct coop_request *r,
 		coop_stage_release(ring->base, (uint64_t)off);
 		return rc;
 	}
-	r->proto = (uint8_t)proto;
+	r->rndv.proto = (uint8_t)proto;
 	r->status.count = r->len;
 	r->pending |= EV_LOCAL;
 	coop_req_event(r, EV_LOCAL);
@@ -234,9 +234,9 @@ static int staged_matched(struct coop_request *r, const struct coop_msgdesc *m,
 		coop_peer_misbehaved(ctx, m->src, "staged message");
 		return COOP_ERR_PEER_DEAD;
 	}
-	memcpy(r->buf, data, r->xfer);
+	memcpy(r->buf, data, r->rndv.xfer);
 	coop_stage_release(base, m->key.cookie);
-	coop_load_history_add(ctx, r->xfer, coop_now_ns());
+	coop_load_history_add(ctx, r->rndv.xfer, coop_now_ns());
 	return COOP_SUCCESS;
 }
 

@@ -156,14 +156,14 @@ static uint64_t cpu_part(double r, uint64_t n)
 static void adapt_ratio(struct coop_request *s)
 {
 	struct coop_context *ctx = s->ctx;
-	const uint64_t *t = s->u.stripe.ns;
+	const uint64_t *t = s->rndv.u.stripe.ns;
 	double cpu, eng, r;
 
 	if (ctx->cfg.stripe_ratio >= 0 || s->err || !s->job.done ||
-	    !s->u.stripe.engine.done || t[1] <= t[0] || t[2] <= t[0])
+	    !s->rndv.u.stripe.engine.done || t[1] <= t[0] || t[2] <= t[0])
 		return;
 	cpu = (double)s->job.done / (double)(t[1] - t[0]);
-	eng = (double)s->u.stripe.engine.done / (double)(t[2] - t[0]);
+	eng = (double)s->rndv.u.stripe.engine.done / (double)(t[2] - t[0]);
 	r = ctx->proto->stripe_ratio + (eng / cpu - ctx->proto->stripe_ratio) / R_WEIGHT;
 	ctx->proto->stripe_ratio = r < R_MIN ? R_MIN : r > R_MAX ? R_MAX : r;
 }
@@ -172,9 +172,9 @@ static void adapt_ratio(struct coop_request *s)
  * first error. */
 static void stripe_fin(struct coop_request *s)
 {
-	uint64_t done = s->job.done + s->u.stripe.engine.done;
+	uint64_t done = s->job.done + s->rndv.u.stripe.engine.done;
 
-	if (s->job.queued || dlist_linked(&s->u.stripe.engine.link))
+	if (s->job.queued || dlist_linked(&s->rndv.u.stripe.engine.link))
 		return;		/* a part still runs */
 	adapt_ratio(s);
 	if (s->kind == REQ_SEND)
@@ -191,7 +191,7 @@ static void cpu_done(struct coop_job *j)
 
 	if (j->err)
 		coop_req_set_error(s, j->err);
-	s->u.stripe.ns[1] = coop_now_ns();
+	s->rndv.u.stripe.ns[1] = coop_now_ns();
 	if (j->err)		/* no more pieces for the engine */
 		coop_dma_stripe_stop(s, j->err);
 	stripe_fin(s);
@@ -202,7 +202,7 @@ static void engine_done(struct coop_job *j)
 {
 	struct coop_request *s = j->req;
 
-	s->u.stripe.ns[2] = coop_now_ns();
+	s->rndv.u.stripe.ns[2] = coop_now_ns();
 	if (j->err) {
 		coop_req_set_error(s, j->err);
 		coop_job_cancel(&s->job);	/* no more CPU chunks either */
@@ -220,16 +220,16 @@ static void stripe_start(struct coop_request *s, const struct coop_rkey *key,
 {
 	struct coop_context *ctx = s->ctx;
 	int engine = coop_dma_open(ctx, NULL);
-	uint64_t c = s->xfer;
+	uint64_t c = s->rndv.xfer;
 	struct coop_job_args a = {
 		.kind = JOB_WRITE, .peer = s->peer, .local = s->buf,
 		.key = key, .roff = roff, .ops = &cpu_ops,
 	};
 
 	s->pending |= EV_LOCAL;
-	s->u.stripe.ns[0] = coop_now_ns();
+	s->rndv.u.stripe.ns[0] = coop_now_ns();
 	if (engine && stripe_ratio(ctx) > 0)
-		c = cpu_part(ctx->proto->stripe_ratio, s->xfer);
+		c = cpu_part(ctx->proto->stripe_ratio, s->rndv.xfer);
 	if (!ctx->peers[s->peer].copy_ok) {	/* our CPU cannot write */
 		if (!engine) {
 			coop_req_fail(s, COOP_ERR_INTERNAL);
@@ -240,7 +240,7 @@ static void stripe_start(struct coop_request *s, const struct coop_rkey *key,
 	a.len = c;
 	if (c)
 		coop_job_start(s, &a);
-	if (c < s->xfer)	/* may even end at once */
+	if (c < s->rndv.xfer)	/* may even end at once */
 		coop_dma_stripe_part(s, key, roff, c, &engine_ops);
 	else
 		stripe_fin(s);	/* nothing for the engine (or at all) */
@@ -259,8 +259,9 @@ static void stripe_on_cts(struct coop_request *s,
 void coop_stripe_put(struct coop_request *r, const struct coop_rkey *key,
 		     uint64_t roff)
 {
-	r->proto = PROTO_STRIPE;	/* offload_job() and stripe_release */
-	r->xfer = r->len;
+	/* offload_job() and stripe_release */
+	r->rndv.proto = PROTO_STRIPE;
+	r->rndv.xfer = r->len;
 	stripe_start(r, key, roff);
 }
 
@@ -280,8 +281,8 @@ static int stripe_matched(struct coop_request *r,
  * complete unheeded. */
 static void stripe_release(struct coop_request *r)
 {
-	if (dlist_linked(&r->u.stripe.engine.link))
-		dlist_del(&r->u.stripe.engine.link);
+	if (dlist_linked(&r->rndv.u.stripe.engine.link))
+		dlist_del(&r->rndv.u.stripe.engine.link);
 }
 
 static const struct coop_proto_ops stripe_ops = {

@@ -115,7 +115,8 @@ if [[ -d $lib_obj/core ]]; then
 fi
 
 # 6. scripts/field-check.sh: lib/ as it is passes; a copy with a core file
-#    that writes an MPI-layer field and a protocol field of a request, and
+#    that writes the MPI layer's and the protocol layer's part of a request
+#    (the latter deep in its union), and
 #    an api file that writes the protocol layer's state, fails naming each.
 fields=$here/../../scripts/field-check.sh
 if command -v clang-query >/dev/null || command -v clang-query-14 >/dev/null; then
@@ -124,7 +125,7 @@ if command -v clang-query >/dev/null || command -v clang-query-14 >/dev/null; th
 	mkdir -p "$tmp/fields"
 	cp -r "$here/../../lib" "$here/../../include" "$tmp/fields/"
 	printf '#include "core.h"\n%s\n' \
-		'void zz(struct coop_request *r) { r->ticketed = 1; ++r->xfer; }' \
+		'void zz(struct coop_request *r) { r->match.ticketed = 1; ++r->rndv.u.coop.split; }' \
 		>"$tmp/fields/lib/core/zz_foreign.c"
 	printf '#include "api_int.h"\n%s\n' \
 		'void zz_api(struct coop_context *c) { c->proto->send_hooks = 0; }' \
@@ -132,9 +133,9 @@ if command -v clang-query >/dev/null || command -v clang-query-14 >/dev/null; th
 	out=$("$fields" "$tmp/fields/lib" 2>&1)
 	rc=$?
 	for want in \
-		"foreign write: core/zz_foreign.c:2:35: ticketed of struct coop_request, owned by mpi/" \
-		"foreign write: core/zz_foreign.c:2:52: xfer of struct coop_request, owned by protocols/" \
-		"foreign write: api/zz_foreign.c:2:39: send_hooks of struct coop_proto_state, owned by protocols/"; do
+		"foreign write: core/zz_foreign.c:2:35: r->match.ticketed (struct coop_request's, owned by mpi/)" \
+		"foreign write: core/zz_foreign.c:2:58: r->rndv.u.coop.split (struct coop_request's, owned by protocols/)" \
+		"foreign write: api/zz_foreign.c:2:39: c->proto->send_hooks (struct coop_proto_state's, owned by protocols/)"; do
 		[[ $rc == 1 ]] && grep -qxF "$want" <<<"$out"
 		expect $? "field-check, a foreign write added: '$want'"
 	done
