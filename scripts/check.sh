@@ -184,7 +184,7 @@ stage_lib_vm_progress() {
 }
 stage_hca_vm() { scripts/vm-hca-tests.sh; }
 stage_kmod_load_vm() {
-	vm env CK_RUN_SUITE=coopmpi-load COOP_LOAD_SECONDS=300 tests/kmod/test_kmod
+	vm env CK_RUN_SUITE=coopmpi-load COOP_TEST_LOAD_SECONDS=300 tests/kmod/test_kmod
 }
 stage_debug_vm() { scripts/vm-debug-tests.sh; }
 
@@ -209,7 +209,7 @@ stage_ucx_mpi4py_pml_ucx() { env COOP_OMPI_PML=ucx tests/ucx/mpi4py-suite.sh; }
 # the VM has: a part of the suite
 mpich_suite_vm_subset='^(pt2pt/(sendrecv2|anyall|bottom|eagerdt|mprobe|manylmt|huge_anysrc|huge_ssend|huge_dupcomm|dtype_send|large_tag|rcancel)|coll/(iallred|coll7|alltoallw_zeros)|rma/(test1|transpose1|put_base|manyget|get_struct|rget_testall))$'
 stage_ucx_mpich_suite_vm() {
-	vm env COOP_SUITE_TIMEOUT=120 \
+	vm env COOP_TEST_SUITE_TIMEOUT=120 \
 		tests/ucx/mpich-suite.sh --only "$mpich_suite_vm_subset"
 }
 stage_ucx_gtest() { tests/ucx/gtest.sh; }

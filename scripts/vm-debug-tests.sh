@@ -84,7 +84,7 @@ for r in "${runs[@]}"; do
 		;;
 	load)
 		vm --module "$mods/kmod/coopmpi.ko" -- env \
-			CK_RUN_SUITE=coopmpi-load COOP_LOAD_SECONDS=120 \
+			CK_RUN_SUITE=coopmpi-load COOP_TEST_LOAD_SECONDS=120 \
 			tests/kmod/test_kmod
 		;;
 	dma-hw | dma-bounce)
@@ -94,7 +94,7 @@ for r in "${runs[@]}"; do
 			--extra-module "$mods/tests/dmatest/coopmpi_dmatest.ko" \
 			--module "$mods/kmod/coopmpi.ko" \
 			--modparams "dma=hw dma_timeout_ms=2000" -- \
-			env CK_RUN_SUITE=coopmpi-dma COOP_EXPECT_DMA_ENGINE=hw \
+			env CK_RUN_SUITE=coopmpi-dma COOP_TEST_EXPECT_DMA_ENGINE=hw \
 			tests/kmod/test_kmod
 		;;
 	lib)
@@ -103,7 +103,7 @@ for r in "${runs[@]}"; do
 		;;
 	hca)
 		COOP_VM_KERNEL_DIR=$kdir COOP_VM_TIMEOUT=2400 \
-			COOP_HCA_KMOD=$mods/kmod/coopmpi.ko COOP_HCA_CASES=hca \
+			COOP_TEST_HCA_KMOD=$mods/kmod/coopmpi.ko COOP_TEST_HCA_CASES=hca \
 			scripts/vm-hca-tests.sh kmod
 		;;
 	canaries)

@@ -50,7 +50,7 @@ for m in "${modes[@]}"; do
 	printf '\n==== dma-%s ====\n' "$m"
 	start=$SECONDS
 	COOP_VM_APPEND="${COOP_VM_APPEND:+$COOP_VM_APPEND }$append" scripts/vm/run "${args[@]}" -- env CK_RUN_SUITE=coopmpi-dma \
-		COOP_EXPECT_DMA_ENGINE=$expect tests/kmod/test_kmod
+		COOP_TEST_EXPECT_DMA_ENGINE=$expect tests/kmod/test_kmod
 	r=$?
 	stage_line "dma-$m" "$r" "$start"
 	[ "$r" -eq 0 ] || rc=1

@@ -14,11 +14,11 @@
 # refused).  Debian's kernel has rdma_rxe, veth and crc32_generic as
 # modules: scripts/vm/rxe-modules loads them.  A kernel of
 # scripts/vm/debug-kernel has them built in (COOP_VM_KERNEL_DIR;
-# coopmpi.ko must then be built against it: COOP_HCA_KMOD=<its
+# coopmpi.ko must then be built against it: COOP_TEST_HCA_KMOD=<its
 # coopmpi.ko>).
 #
 # usage: scripts/vm-hca-tests.sh [shm|kmod ...]   (default: both)
-#        COOP_HCA_CASES="hca dma ..." narrows the cases.
+#        COOP_TEST_HCA_CASES="hca dma ..." narrows the cases.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/stage.sh
@@ -28,8 +28,8 @@ make -s -C kmod && make -s -C lib && make -s -C tests/lib || exit 1
 rxe=$(scripts/vm/rxe-modules) || exit 1
 extra=()
 [[ -z $rxe ]] || mapfile -t extra <<<"$rxe"
-kmod=${COOP_HCA_KMOD:-kmod/coopmpi.ko}
-cases=${COOP_HCA_CASES:-hca dma fault select xfer}
+kmod=${COOP_TEST_HCA_KMOD:-kmod/coopmpi.ko}
+cases=${COOP_TEST_HCA_CASES:-hca dma fault select xfer}
 
 provs=("$@")
 ((${#provs[@]})) || provs=(shm kmod)

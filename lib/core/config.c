@@ -353,19 +353,13 @@ static const struct cfg_entry boot_table[] = {
  * neither a setting nor here, or when nothing uses one of these.
  */
 static const char *const others[] = {
-	"COOP_TEST_",		/* tests/lib: COOP_TEST_SEED */
+	"COOP_TEST_",		/* the tests' knobs: COOP_TEST_SEED, ... */
 	"COOP_VM_",		/* scripts/vm/run */
 	"COOP_IN_VM",		/* set in the test VM */
 	"COOP_CACHE",		/* scripts/deb-src.sh, ucx-src.sh */
 	"COOP_UCX_MODULE",	/* scripts/coopmpi-run */
 	"COOP_OMPI_PML",	/* scripts/coopmpi-run */
 	"COOP_RXE_DEV",		/* scripts/vm/rxe-up */
-	"COOP_HCA_CASES",	/* scripts/vm-hca-tests.sh */
-	"COOP_HCA_KMOD",	/* scripts/vm-hca-tests.sh */
-	"COOP_EXPECT_DMA_ENGINE",	/* tests/kmod */
-	"COOP_LOAD_SECONDS",	/* tests/kmod */
-	"COOP_SUITE_TIMEOUT",	/* tests/ucx */
-	"COOP_MPI4PY_TIMEOUT",	/* tests/ucx */
 	"COOP_RSH_PORT",	/* tests/nodes */
 };
 

@@ -5,7 +5,7 @@
  * The DMA tests form their own Check suite, "coopmpi-dma", so that they
  * can be run alone against each engine (CK_RUN_SUITE=coopmpi-dma, see
  * scripts/vm-dma-tests.sh).  Without an engine (dma=off) every test but
- * the dma=off one returns at once.  COOP_EXPECT_DMA_ENGINE=hw|soft|none
+ * the dma=off one returns at once.  COOP_TEST_EXPECT_DMA_ENGINE=hw|soft|none
  * makes test_dma_info fail when the loaded module runs another engine.
  */
 #ifndef COOPMPI_TEST_DMA_HELPERS_H

@@ -6,7 +6,7 @@
  * the environment says otherwise).  Select parts with Check's own
  * variables: CK_RUN_CASE=mbox, CK_RUN_SUITE=coopmpi (the driver) or
  * CK_RUN_SUITE=coopmpi-dma (the DMA-engine channel), CK_RUN_SUITE=
- * coopmpi-load (the load test, COOP_LOAD_SECONDS), CK_VERBOSITY=normal,
+ * coopmpi-load (the load test, COOP_TEST_LOAD_SECONDS), CK_VERBOSITY=normal,
  * CK_TIMEOUT_MULTIPLIER=2.  Exit status 0 only when every test passed.
  */
 #include "helpers.h"

@@ -50,7 +50,7 @@ static void expect_cqe(const struct coopmpi_dma_cqe *e, int status,
 
 START_TEST(test_dma_info)
 {
-	const char *want = getenv("COOP_EXPECT_DMA_ENGINE");
+	const char *want = getenv("COOP_TEST_EXPECT_DMA_ENGINE");
 	struct coopmpi_dma_info di;
 	char eng[64], chan[64];
 	int fd = cm_open();
@@ -74,7 +74,8 @@ START_TEST(test_dma_info)
 		cm_info_cache.dma_engine, di.engine);
 	if (want && *want)
 		REQUIRE(!strcmp(want, eng),
-			"COOP_EXPECT_DMA_ENGINE=%s but the module runs '%s'",
+			"COOP_TEST_EXPECT_DMA_ENGINE=%s but the module "
+			"runs '%s'",
 			want, eng);
 	REQUIRE(di.desc_size == sizeof(struct coopmpi_dma_desc) &&
 		di.cqe_size == sizeof(struct coopmpi_dma_cqe) &&

@@ -6,7 +6,7 @@
  * Every call must come back with success or an error; afterwards the
  * device must still work.  The harness checks the kernel log.
  *
- * COOPMPI_FUZZ_SEED and COOPMPI_FUZZ_ITERS override the defaults.
+ * COOP_TEST_FUZZ_SEED and COOP_TEST_FUZZ_ITERS override the defaults.
  */
 #include "helpers.h"
 
@@ -339,13 +339,14 @@ static void check_device_works(struct fz *f)
 
 START_TEST(test_fuzz_ioctl)
 {
-	uint64_t seed = env_u64("COOPMPI_FUZZ_SEED", DEFAULT_SEED);
-	uint64_t iters = env_u64("COOPMPI_FUZZ_ITERS", DEFAULT_ITERS);
+	uint64_t seed = env_u64("COOP_TEST_FUZZ_SEED", DEFAULT_SEED);
+	uint64_t iters = env_u64("COOP_TEST_FUZZ_ITERS", DEFAULT_ITERS);
 	unsigned hist[160] = { 0 };
 	unsigned ok = 0;
 	struct fz f;
 
-	printf("ioctl fuzz: seed %#llx, %llu iterations (COOPMPI_FUZZ_SEED/ITERS)\n",
+	printf("ioctl fuzz: seed %#llx, %llu iterations "
+	       "(COOP_TEST_FUZZ_SEED/ITERS)\n",
 	       (unsigned long long)seed, (unsigned long long)iters);
 	fz_setup(&f, seed);
 	for (uint64_t it = 0; it < iters; it++) {
@@ -463,7 +464,7 @@ static void touch(volatile uint8_t *p, size_t len, bool write)
 
 START_TEST(test_fuzz_mmap)
 {
-	uint64_t seed = env_u64("COOPMPI_FUZZ_SEED", DEFAULT_SEED) ^ 0x3a3a;
+	uint64_t seed = env_u64("COOP_TEST_FUZZ_SEED", DEFAULT_SEED) ^ 0x3a3a;
 	uint64_t key = cm_unique_key();
 	struct coopmpi_join ja, jb;
 	struct cm_rng rng;

@@ -6,7 +6,7 @@
  * operations (DMA through the CQ and io_uring into its own region,
  * checked, and into its peers' regions; COPY into its peers' regions;
  * regions re-registered, endpoints closed and opened again) for
- * COOP_LOAD_SECONDS (default 20), while the test SIGKILLs a random
+ * COOP_TEST_LOAD_SECONDS (default 20), while the test SIGKILLs a random
  * process every 50-300 ms and starts it again, and another user measures
  * the latency of its own 256 KiB DMA copies.
  *
@@ -352,7 +352,7 @@ static void wait_domains(uint64_t want, unsigned timeout_ms)
 
 START_TEST(test_load)
 {
-	const char *env = getenv("COOP_LOAD_SECONDS");
+	const char *env = getenv("COOP_TEST_LOAD_SECONDS");
 	unsigned seconds = env ? (unsigned)atoi(env) : 20;
 	struct board *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -398,7 +398,7 @@ END_TEST
 
 void add_load_tests(Suite *s)
 {
-	const char *env = getenv("COOP_LOAD_SECONDS");
+	const char *env = getenv("COOP_TEST_LOAD_SECONDS");
 	TCase *tc = cm_tcase("load", (env ? atoi(env) : 20) + 120);
 
 	tcase_add_test(tc, test_load);

@@ -13,7 +13,7 @@
 #     --logs DIR   keep the outputs in DIR
 #
 # A suite run passes when mpirun exits 0 within the timeout
-# (COOP_MPI4PY_TIMEOUT, default 300 s; a test hanging for 60 s ends its rank
+# (COOP_TEST_MPI4PY_TIMEOUT, default 300 s; a test hanging for 60 s ends its rank
 # anyway) and every rank ends with unittest's "OK" (skips allowed) and none
 # reports FAIL or ERROR.
 # mpi4py's own suite (test/runtests.py of the mpi4py source) is not run by
@@ -39,7 +39,7 @@ done
 # Debian's interpreter: python3-mpi4py is installed for it, whatever
 # python3 comes first in PATH.
 py=/usr/bin/python3
-timeout=${COOP_MPI4PY_TIMEOUT:-300}
+timeout=${COOP_TEST_MPI4PY_TIMEOUT:-300}
 exclude=(-e spawn -e dynproc)
 
 tmp=$(mktemp -d) || exit 1

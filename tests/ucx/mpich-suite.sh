@@ -41,7 +41,7 @@ cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 
 list=tests/ucx/mpich-suite.list
-default_timeout=${COOP_SUITE_TIMEOUT:-20}
+default_timeout=${COOP_TEST_SUITE_TIMEOUT:-20}
 mode=coop mpis=(mpich openmpi) only='' subset='' all=0 logs='' candidates=0 tls=()
 nodes=
 while (($#)); do
