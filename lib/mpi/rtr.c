@@ -362,7 +362,7 @@ static const struct coop_matching receiver_initiated = {
 
 /* ---------------- sender-initiated: nothing to number ---------------- */
 
-static void no_send_numbers(struct coop_context *ctx, struct coop_request *r)
+static void nothing_to_number(struct coop_context *ctx, struct coop_request *r)
 {
 	(void)ctx;
 	(void)r;
@@ -375,10 +375,10 @@ static void no_tickets(struct coop_context *ctx, const struct coop_msgdesc *m)
 }
 
 const struct coop_matching coop_sender_initiated = {
-	.number_send = no_send_numbers,
-	.sent_eagerly = no_send_numbers,
+	.number_send = nothing_to_number,
+	.sent_eagerly = nothing_to_number,
 	.send_rndv = coop_rndv_send,
-	.recv_posted = no_send_numbers,
+	.recv_posted = nothing_to_number,
 	.consumed = no_tickets,
 };
 
