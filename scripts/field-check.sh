@@ -5,9 +5,8 @@
 # layer-check.sh sees calls; a write to another layer's state is no call.
 # The owners are listed below: a layer's state struct (ctx->proto, ctx->mpi,
 # ctx->coll) is its own, all fields; struct coop_request (core's) has a part
-# per layer above that keeps state in it (match: mpi/; rndv and prof:
-# protocols/).  For
-# every source file, clang-query finds the assignments (=, op=) and
+# per layer above that keeps state in it (match: mpi/; rndv: protocols/).
+# For every source file, clang-query finds the assignments (=, op=) and
 # increments or decrements whose left side is such a field, and each one
 # outside the owner's folder is reported.  Reading is free, and so are
 # writes through a pointer the owner handed out (&r->field).
@@ -33,7 +32,7 @@ owners=(
 	"coop_mpi_state mpi ALL"
 	"coop_coll_state coll ALL"
 	"coop_request mpi match"
-	"coop_request protocols rndv prof"
+	"coop_request protocols rndv"
 )
 
 # member(...) of the fields, for clang-query

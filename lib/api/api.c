@@ -99,7 +99,7 @@ static struct coop_request *new_req(struct coop_context *ctx, int kind,
 						  tag, (uint16_t)comm);
 
 	if (r)
-		r->flags = flags;
+		r->msg.flags = flags;
 	return r;
 }
 
@@ -124,7 +124,7 @@ static int start(struct coop_request *r)
 		rc = coop_p2p_send_start(ctx, r);
 	else
 		coop_p2p_recv_post(ctx, r);
-	if (!rc && r->complete && r->err == COOP_ERR_PEER_DEAD)
+	if (!rc && r->complete && r->status.error == COOP_ERR_PEER_DEAD)
 		rc = COOP_ERR_PEER_DEAD;
 	if (enter && !rc) {
 		coop_progress_once(ctx);
@@ -320,7 +320,7 @@ static int start_locked(coop_request_t **req)
 	if (!req || !*req)
 		return COOP_ERR_ARG;
 	r = *req;
-	if (r->is_static || !r->persistent || r->active)
+	if (coop_req_is_static(r) || !r->persistent || r->active)
 		return COOP_ERR_REQUEST;
 	return start(r);
 }
@@ -358,13 +358,14 @@ static int cancel_locked(coop_request_t *r)
 
 	if (!r)
 		return COOP_ERR_ARG;
-	if (r->is_static || r->kind != REQ_RECV)
-		return r->is_static || r->active ? COOP_ERR_UNSUPPORTED :
-						   COOP_ERR_REQUEST;
+	if (coop_req_is_static(r) || r->kind != REQ_RECV)
+		return coop_req_is_static(r) || r->active ?
+			COOP_ERR_UNSUPPORTED : COOP_ERR_REQUEST;
 	if (!r->active)
 		return COOP_ERR_REQUEST;
 	ctx = r->ctx;
-	if (r->complete || !(r->pending & EV_MATCH) || !dlist_linked(&r->link))
+	if (r->complete || !(r->pending & EV_MATCH) ||
+	    !dlist_linked(&r->match.link))
 		return COOP_SUCCESS;	/* matched already: cancel fails */
 	/* receiver-initiated matching numbered it */
 	if (r->match.ticketed)
@@ -388,7 +389,7 @@ static int request_free_locked(coop_request_t **req)
 		return COOP_ERR_ARG;
 	r = *req;
 	*req = NULL;
-	if (r->is_static)
+	if (coop_req_is_static(r))
 		return COOP_SUCCESS;
 	if (r->active && !r->complete) {
 		if (r->persistent) {

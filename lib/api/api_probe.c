@@ -185,11 +185,11 @@ static int imrecv_locked(coop_context_t *ctx, void *buf, size_t cap,
 	r = coop_req_new(ctx, REQ_RECV);
 	if (!r)
 		return COOP_ERR_NOMEM;
-	r->buf = buf;
-	r->len = cap;
-	r->peer = u == &msg_noproc ? COOP_PROC_NULL : u->d.src;
-	r->tag = u == &msg_noproc ? COOP_ANY_TAG : u->d.tag;
-	r->comm = u->d.comm;
+	r->msg.buf = buf;
+	r->msg.len = cap;
+	r->msg.peer = u == &msg_noproc ? COOP_PROC_NULL : u->d.src;
+	r->msg.tag = u == &msg_noproc ? COOP_ANY_TAG : u->d.tag;
+	r->msg.comm = u->d.comm;
 	coop_req_activate(r);
 	if (u == &msg_noproc) {
 		coop_p2p_recv_post(ctx, r);	/* completes at once */

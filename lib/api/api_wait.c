@@ -20,7 +20,7 @@ static void empty_status(coop_status_t *st)
 /* Null, the static "done" request, or an inactive persistent request. */
 static int is_idle(const struct coop_request *r)
 {
-	return !r || r->is_static || !r->active;
+	return !r || coop_req_is_static(r) || !r->active;
 }
 
 static int finish(coop_request_t **rp, coop_status_t *st)
@@ -30,7 +30,8 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 
 	if (is_idle(r)) {
 		empty_status(st);
-		if (r && r->is_static) {	/* an inline send, done at once */
+		/* an inline send, done at once */
+		if (r && coop_req_is_static(r)) {
 			if (st)
 				st->protocol = COOP_PROTOCOL_EAGER;
 			*rp = NULL;
@@ -38,7 +39,7 @@ static int finish(coop_request_t **rp, coop_status_t *st)
 		return COOP_SUCCESS;
 	}
 	coop_observe_completed(r);
-	err = r->err;
+	err = r->status.error;
 	if (st) {
 		*st = r->status;
 		st->error = err;
@@ -77,7 +78,7 @@ static int wait_internal(struct coop_request *r)
 	while (!r->complete)
 		progress_blocked(ctx);
 	ctx->idle = 0;
-	return r->err;
+	return r->status.error;
 }
 
 void coop_wait_backlog(struct coop_context *ctx, int peer)

@@ -159,9 +159,9 @@ static int xfer_start_locked(coop_context_t *ctx, const coop_xfer_params_t *p,
 	r = coop_req_new(ctx, REQ_XFER);
 	if (!r)
 		return COOP_ERR_NOMEM;
-	r->peer = p->peer;
-	r->buf = p->local;
-	r->len = p->len;
+	r->msg.peer = p->peer;
+	r->msg.buf = p->local;
+	r->msg.len = p->len;
 	coop_req_activate(r);
 	memcpy(&key, &p->key, sizeof(key));
 	*req = r;

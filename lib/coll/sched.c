@@ -45,7 +45,7 @@ struct nbr_inst {
 	char *temp;
 	uint32_t *deps;		/* [nv] predecessors left */
 	uint8_t *poisoned;	/* [nv] a predecessor failed */
-	struct vref *refs;	/* [nv] the children's owner_data */
+	struct vref *refs;	/* [nv] the children's owner.data */
 	uint32_t *doneq;	/* [nv] finished, successors not released */
 	int *doneerr;		/* [nv] their errors */
 	uint32_t *pend;		/* [nv] slot vertices waiting (RTR, RTE) */
@@ -131,12 +131,12 @@ static int recv_result(size_t got, size_t want)
 /* A child request ended: its vertex is done (the request goes). */
 static void child_done(struct coop_request *r)
 {
-	struct vref *ref = r->owner_data;
+	struct vref *ref = r->owner.data;
 	struct nbr_inst *in = ref->in;
-	int err = r->err;
+	int err = r->status.error;
 
 	if (!err && r->kind == REQ_RECV)
-		err = recv_result(r->status.count, r->len);
+		err = recv_result(r->status.count, r->msg.len);
 	coop_req_free(r);
 	queue_done(in, ref->v, err);
 }
@@ -700,13 +700,13 @@ static int msg_child(struct nbr_inst *in, uint32_t v)
 	if (!r)
 		return COOP_ERR_NOMEM;
 	if (len > eager_max(ctx))
-		r->flags |= REQ_F_SINGLE_COPY |
+		r->msg.flags |= REQ_F_SINGLE_COPY |
 			    (in->p->xf[vx->xfer].sender_idle ?
 			     REQ_F_SENDER_IDLE : 0) |
 			    (in->p->xf[vx->xfer].receiver_copies ?
 			     REQ_F_RECEIVER_COPIES : 0);
-	r->complete_cb = child_done;
-	r->owner_data = &in->refs[v];
+	r->owner.complete_cb = child_done;
+	r->owner.data = &in->refs[v];
 	coop_req_activate(r);
 	if (vx->kind == V_RECV)
 		coop_p2p_recv_post(ctx, r);
@@ -908,7 +908,7 @@ static struct nbr_inst *inst_new(struct coop_topo *t,
  * blocking call's set-up then allocates nothing). */
 static void req_gone(struct coop_request *r)
 {
-	struct nbr_inst *in = r->owner_data;
+	struct nbr_inst *in = r->owner.data;
 	struct nbr_inst **spare = &in->t->spare[in->p->op];
 
 	in->t->nreqs--;
@@ -916,7 +916,7 @@ static void req_gone(struct coop_request *r)
 		*spare = in;
 	else
 		inst_free(in);
-	r->owner_data = NULL;
+	r->owner.data = NULL;
 }
 
 static struct nbr_inst *inst_get(struct coop_topo *t, struct nbr_plan *p,
@@ -957,11 +957,11 @@ int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 			inst_free(in);
 		return COOP_ERR_NOMEM;
 	}
-	r->peer = COOP_ANY_SOURCE;
-	r->tag = COOP_ANY_TAG;
-	r->comm = t->comm;
-	r->owner_data = in;
-	r->free_cb = req_gone;
+	r->msg.peer = COOP_ANY_SOURCE;
+	r->msg.tag = COOP_ANY_TAG;
+	r->msg.comm = t->comm;
+	r->owner.data = in;
+	r->owner.free_cb = req_gone;
 	r->persistent = (uint8_t)persistent;
 	r->complete = 1;	/* inactive until started */
 	in->req = r;
@@ -972,7 +972,7 @@ int coop_coll_request(struct coop_topo *t, struct nbr_plan *p,
 
 int coop_coll_start(struct coop_request *r)
 {
-	struct nbr_inst *in = r->owner_data;
+	struct nbr_inst *in = r->owner.data;
 	struct nbr_plan *p = in->p;
 	uint32_t v;
 
@@ -1006,7 +1006,7 @@ int coop_coll_start(struct coop_request *r)
 
 int coop_coll_start_with(struct coop_request *r, const struct nbr_args *a)
 {
-	struct nbr_inst *in = r->owner_data;
+	struct nbr_inst *in = r->owner.data;
 
 	in->a = *a;
 	in->xv_ok = 0;

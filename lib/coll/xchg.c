@@ -27,7 +27,7 @@ static int finish(struct coop_context *ctx, struct coop_request *r,
 		if (!coop_progress_once(ctx))
 			coop_idle(ctx);
 	ctx->idle = 0;
-	err = r->err;
+	err = r->status.error;
 	if (got)
 		*got = r->status.count;
 	coop_req_free(r);

@@ -124,10 +124,8 @@ static void init_static_req(struct coop_context *ctx)
 	struct coop_request *r = &ctx->done_req;
 
 	r->ctx = ctx;
-	r->is_static = 1;
 	r->complete = 1;
 	r->kind = REQ_SEND;
-	dlist_init(&r->link);
 	dlist_init(&r->alink);
 	dlist_init(&r->job.link);
 }

@@ -166,6 +166,8 @@ union coop_proto_req {
 /* The MPI layer's part of a request (mpi/): receiver-initiated matching
  * and cancel. */
 struct coop_req_match {
+	struct dlist link;	/* on a queue of the layer: the posted
+				 * receives, the RTR mode's waiting sends */
 	uint32_t seq;		/* RTR ticket */
 	uint8_t ticketed;
 	uint8_t rtr_out;	/* receive advertised itself with an RTR */
@@ -184,56 +186,56 @@ struct coop_req_rndv {
 	union coop_proto_req u;
 };
 
-/* The observer's record of a request (COOP_RNDV=profile: the message's
- * place in its phase log): activation clears it, then only the observer
- * writes it. */
-struct coop_req_prof {
-	uint16_t msg;		/* index + 1, 0: not recorded (the core
-				 * passes only a recorded request's wait
-				 * and completion on) */
-	uint8_t slot;		/* the phase's slot */
-	uint8_t dir;		/* 0 send, 1 receive */
-	uint32_t iter;		/* the phase iteration it was posted in */
-	uint64_t wait_ns;	/* a completion call for it began */
-};
-
-struct coop_request {
-	struct coop_pool_obj pobj;	/* must be first */
-	struct coop_context *ctx;
-	struct dlist link;	/* on a queue of a higher layer: the posted
-				 * receives, the RTR mode's waiting sends */
-	struct dlist alink;	/* ctx->inflight */
-	/* life cycle (core) */
-	uint8_t kind;
-	uint8_t is_static;	/* the shared "already complete" request */
-	uint8_t persistent;
-	uint8_t active;
-	uint8_t complete;
-	uint8_t user_freed;
-	uint8_t lkey_valid;
-	unsigned pending;	/* EV_* */
-	int err;		/* first error */
-	coop_status_t status;
-	/* called at completion instead of the user's handling: the owner
-	 * (a buffered send's inner request) takes the request over */
-	void (*complete_cb)(struct coop_request *r);
-	/* called when the request is freed: its owner's state goes too (a
-	 * collective's schedule) */
-	void (*free_cb)(struct coop_request *r);
-	/* the message (MPI semantics) */
+/* The message a request carries, as the call that made it gave it. */
+struct coop_req_msg {
 	unsigned flags;		/* user flags (mode, COOP_F_BLOCKING) */
 	int peer;		/* dest / source (may be COOP_ANY_SOURCE) */
 	int tag;
 	uint16_t comm;
 	void *buf;
 	size_t len;		/* send length / receive capacity */
-	void *owner_data;	/* buffered send: its block */
-	struct coop_rkey lkey;	/* our region (registered) */
+};
+
+/* A request's owner when it is not the user's alone: a buffered send
+ * (its block), a collective's schedule. */
+struct coop_req_owner {
+	/* called at completion instead of the user's handling: the owner
+	 * takes the request over */
+	void (*complete_cb)(struct coop_request *r);
+	/* called when the request is freed: the owner's state goes too */
+	void (*free_cb)(struct coop_request *r);
+	void *data;
+};
+
+/* The request's buffer registered with the provider (coop_req_reg). */
+struct coop_req_region {
+	struct coop_rkey key;
+	uint8_t valid;
+};
+
+/*
+ * A request: core's base (pool object, context, life cycle, status,
+ * owner, region, copy job) and a part per layer above that keeps state
+ * in it, each written only by its layer (scripts/field-check.sh).  The
+ * profile's records of requests are in protocols/profile.c's table.
+ */
+struct coop_request {
+	struct coop_pool_obj pobj;	/* must be first */
+	struct coop_context *ctx;
+	struct dlist alink;	/* ctx->inflight */
+	uint8_t kind;
+	uint8_t persistent;
+	uint8_t active;
+	uint8_t complete;
+	uint8_t user_freed;
+	unsigned pending;	/* EV_* */
+	coop_status_t status;	/* .error: the first error */
+	struct coop_req_owner owner;
+	struct coop_req_region region;
 	struct coop_job job;
-	/* each layer's own part, written only there (field-check.sh) */
+	struct coop_req_msg msg;	/* api/, at post */
 	struct coop_req_match match;	/* mpi/ */
 	struct coop_req_rndv rndv;	/* protocols/ */
-	struct coop_req_prof prof;	/* protocols/profile.c */
 };
 
 COOP_HIDDEN struct coop_request *coop_req_new(struct coop_context *ctx,
@@ -337,8 +339,9 @@ struct coop_up_source {
 #define COOP_ACTIVATE_MAX 4
 
 struct coop_upcalls {
-	/* r leaves the higher layer's queue it is on (r->link): it failed,
-	 * or a FIN completed it before it matched.  NULL: plain unlinking. */
+	/* r leaves the higher layer's queue it is on (r->match.link): it
+	 * failed, or a FIN completed it before it matched.  NULL: no layer
+	 * queues requests. */
 	void (*unlink)(struct coop_request *r);
 	/* r is (re)started: each layer that keeps state in the request
 	 * clears its own part (coop_up_on_activate) */
@@ -521,7 +524,8 @@ static inline void coop_leave(struct coop_context *ctx)
 static inline int coop_req_rndv_sized(const struct coop_context *ctx,
 				      const struct coop_request *r)
 {
-	return r->len > ctx->cfg.eager_max || (r->flags & REQ_F_SINGLE_COPY);
+	return r->msg.len > ctx->cfg.eager_max ||
+	       (r->msg.flags & REQ_F_SINGLE_COPY);
 }
 
 /* A spinning thread's pause (frees the core's pipeline for its twin). */
@@ -575,6 +579,13 @@ coop_proto_ops(const struct coop_context *ctx, unsigned p)
 /* ---------------- the observer ---------------- */
 
 /* One observer at a time: the last registration wins. */
+/* The one request of every send done at once (ctx->done_req): complete,
+ * never freed. */
+static inline int coop_req_is_static(const struct coop_request *r)
+{
+	return r == &r->ctx->done_req;
+}
+
 static inline void coop_observer_register(struct coop_context *ctx,
 					  const struct coop_observer_ops *ops)
 {
@@ -602,14 +613,14 @@ static inline void coop_observe_posted(struct coop_request *r, uint64_t enter)
 /* A completion call for r begins. */
 static inline void coop_observe_wait_began(struct coop_request *r)
 {
-	if (r->prof.msg)	/* only a recorded request, so observed */
+	if (r->ctx->observer)
 		r->ctx->observer->wait_began(r);
 }
 
 /* A completion call returns r, complete. */
 static inline void coop_observe_completed(struct coop_request *r)
 {
-	if (r->prof.msg)
+	if (r->ctx->observer)
 		r->ctx->observer->completed(r);
 }
 

@@ -252,10 +252,10 @@ void coop_peer_misbehaved(struct coop_context *ctx, int peer,
 static int depends_on(const struct coop_request *r, int peer, int crashed)
 {
 	if (r->kind != REQ_RECV)
-		return r->peer == peer;
+		return r->msg.peer == peer;
 	if (r->pending & EV_MATCH)
-		return r->peer == peer ||
-		       (crashed && r->peer == COOP_ANY_SOURCE);
+		return r->msg.peer == peer ||
+		       (crashed && r->msg.peer == COOP_ANY_SOURCE);
 	return r->status.source == peer;
 }
 

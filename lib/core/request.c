@@ -22,7 +22,6 @@ struct coop_request *coop_req_new(struct coop_context *ctx, int kind)
 		return NULL;
 	r->ctx = ctx;
 	r->kind = (uint8_t)kind;
-	dlist_init(&r->link);
 	dlist_init(&r->alink);
 	dlist_init(&r->job.link);
 	return r;
@@ -36,20 +35,20 @@ struct coop_request *coop_req_new_msg(struct coop_context *ctx, int kind,
 
 	if (!r)
 		return NULL;
-	r->buf = (void *)(uintptr_t)buf;
-	r->len = len;
-	r->peer = peer;
-	r->tag = tag;
-	r->comm = comm;
+	r->msg.buf = (void *)(uintptr_t)buf;
+	r->msg.len = len;
+	r->msg.peer = peer;
+	r->msg.tag = tag;
+	r->msg.comm = comm;
 	return r;
 }
 
 void coop_req_free(struct coop_request *r)
 {
-	if (r->is_static)
+	if (coop_req_is_static(r))
 		return;
-	if (r->free_cb)
-		r->free_cb(r);
+	if (r->owner.free_cb)
+		r->owner.free_cb(r);
 	coop_pool_put(&r->ctx->reqs, r);
 }
 
@@ -80,7 +79,7 @@ struct coop_request *coop_req_lookup_peer(struct coop_context *ctx,
 	if (!r)
 		return NULL;
 	partner = r->kind == REQ_RECV && !(r->pending & EV_MATCH) ?
-			  r->status.source : r->peer;
+			  r->status.source : r->msg.peer;
 	return partner == peer ? r : NULL;
 }
 
@@ -91,9 +90,8 @@ void coop_req_activate(struct coop_request *r)
 
 	r->active = 1;
 	r->complete = 0;
-	r->err = COOP_SUCCESS;
 	r->pending = 0;
-	r->lkey_valid = 0;
+	r->region.valid = 0;
 	for (i = 0; i < ctx->up.nactivate; i++)
 		ctx->up.activate[i](r);
 	/* a collective's request never copies: a persistent one restarts
@@ -101,8 +99,8 @@ void coop_req_activate(struct coop_request *r)
 	if (r->kind != REQ_COLL || r->job.copying || r->job.end_deferred)
 		memset(&r->job, 0, sizeof(r->job));
 	dlist_init(&r->job.link);
-	r->status.source = r->peer;
-	r->status.tag = r->tag;
+	r->status.source = r->msg.peer;
+	r->status.tag = r->msg.tag;
 	r->status.count = 0;
 	r->status.error = COOP_SUCCESS;
 	r->status.cancelled = 0;
@@ -113,8 +111,8 @@ void coop_req_activate(struct coop_request *r)
 void coop_req_set_error(struct coop_request *r, int err)
 {
 	/* a failure after a truncation lost the data: it is what counts */
-	if (err && (!r->err || r->err == COOP_ERR_TRUNCATE))
-		r->err = err;
+	if (err && (!r->status.error || r->status.error == COOP_ERR_TRUNCATE))
+		r->status.error = err;
 }
 
 int coop_req_reg(struct coop_request *r, unsigned access)
@@ -122,12 +120,13 @@ int coop_req_reg(struct coop_request *r, unsigned access)
 	struct coop_context *ctx = r->ctx;
 	int rc;
 
-	if (r->lkey_valid)
+	if (r->region.valid)
 		return COOP_SUCCESS;
-	rc = ctx->prov.ops->reg(&ctx->prov, r->buf, r->len, access, &r->lkey);
+	rc = ctx->prov.ops->reg(&ctx->prov, r->msg.buf, r->msg.len, access,
+				&r->region.key);
 	if (rc)
 		return coop_err_from_errno(rc);
-	r->lkey_valid = 1;
+	r->region.valid = 1;
 	return COOP_SUCCESS;
 }
 
@@ -136,9 +135,9 @@ static void req_release_resources(struct coop_request *r)
 	struct coop_context *ctx = r->ctx;
 	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->rndv.proto);
 
-	if (r->lkey_valid) {
-		ctx->prov.ops->dereg(&ctx->prov, &r->lkey);
-		r->lkey_valid = 0;
+	if (r->region.valid) {
+		ctx->prov.ops->dereg(&ctx->prov, &r->region.key);
+		r->region.valid = 0;
 	}
 	if (ops && ops->release)
 		ops->release(r);
@@ -154,7 +153,7 @@ static void req_account(struct coop_request *r)
 	if (p >= COOP_PROTOCOL_COUNT)
 		p = PROTO_NONE;
 	r->status.protocol = p;
-	if (p == PROTO_NONE || r->err)
+	if (p == PROTO_NONE || r->status.error)
 		return;
 	if (r->kind == REQ_SEND)
 		ctx->stats.sent[p]++;
@@ -173,11 +172,10 @@ static void req_complete(struct coop_request *r)
 		req_release_resources(r);
 	}
 	dlist_del(&r->alink);
-	r->status.error = r->err;
 	r->complete = 1;
 	coop_lock_completed(r->ctx);
-	if (r->complete_cb) {
-		r->complete_cb(r);
+	if (r->owner.complete_cb) {
+		r->owner.complete_cb(r);
 	} else if (r->user_freed) {
 		r->active = 0;
 		if (!r->persistent)
@@ -216,12 +214,8 @@ void coop_req_copy_over(struct coop_request *r)
 
 void coop_req_unlink(struct coop_request *r)
 {
-	if (!dlist_linked(&r->link))
-		return;
 	if (r->ctx->up.unlink)
 		r->ctx->up.unlink(r);
-	else
-		dlist_del(&r->link);
 }
 
 void coop_req_fail(struct coop_request *r, int err)

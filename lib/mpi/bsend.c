@@ -107,7 +107,7 @@ static struct bblock *bblock_alloc(struct coop_bsend *bs, size_t need)
 /* The inner send completed: its block is free, the request ours to free. */
 static void inner_done(struct coop_request *in)
 {
-	struct bblock *b = in->owner_data;
+	struct bblock *b = in->owner.data;
 
 	dlist_del(&b->link);
 	in->active = 0;
@@ -116,7 +116,7 @@ static void inner_done(struct coop_request *in)
 
 int coop_bsend_start(struct coop_context *ctx, struct coop_request *r)
 {
-	size_t need = ALIGN8(sizeof(struct bblock)) + ALIGN8(r->len);
+	size_t need = ALIGN8(sizeof(struct bblock)) + ALIGN8(r->msg.len);
 	struct bblock *b = bblock_alloc(&ctx->mpi->bs, need);
 	struct coop_request *in;
 	int rc;
@@ -131,16 +131,17 @@ int coop_bsend_start(struct coop_context *ctx, struct coop_request *r)
 		coop_req_fail(r, COOP_ERR_NOMEM);
 		return COOP_ERR_NOMEM;
 	}
-	in->buf = (char *)b + ALIGN8(sizeof(struct bblock));
-	memcpy(in->buf, r->buf, r->len);
-	in->len = r->len;
-	in->peer = r->peer;
-	in->tag = r->tag;
-	in->comm = r->comm;
-	in->flags = (r->flags & ~(COOP_SEND_BUFFERED | COOP_F_BLOCKING)) |
-		    REQ_F_BUFFERED_INNER;
-	in->complete_cb = inner_done;
-	in->owner_data = b;
+	in->msg.buf = (char *)b + ALIGN8(sizeof(struct bblock));
+	memcpy(in->msg.buf, r->msg.buf, r->msg.len);
+	in->msg.len = r->msg.len;
+	in->msg.peer = r->msg.peer;
+	in->msg.tag = r->msg.tag;
+	in->msg.comm = r->msg.comm;
+	in->msg.flags =
+		(r->msg.flags & ~(COOP_SEND_BUFFERED | COOP_F_BLOCKING)) |
+		REQ_F_BUFFERED_INNER;
+	in->owner.complete_cb = inner_done;
+	in->owner.data = b;
 	coop_req_activate(in);
 	in->match.seq = r->match.seq;
 	rc = coop_p2p_send_rndv(ctx, in);

@@ -17,7 +17,8 @@
 static int same_triple(const struct coop_request *a,
 		       const struct coop_request *b)
 {
-	return a->comm == b->comm && a->peer == b->peer && a->tag == b->tag;
+	return a->msg.comm == b->msg.comm && a->msg.peer == b->msg.peer &&
+	       a->msg.tag == b->msg.tag;
 }
 
 /* Is r's ticket covered by an RTR (r's own or a later receive's)? */
@@ -29,7 +30,7 @@ static int rtr_covers(struct coop_context *ctx, struct coop_request *r)
 		return 1;
 	dlist_for_each(pos, &ctx->mpi->prq) {
 		struct coop_request *q =
-			container_of(pos, struct coop_request, link);
+			container_of(pos, struct coop_request, match.link);
 
 		if (q->match.ticketed && same_triple(q, r) &&
 		    q->match.seq > r->match.seq && q->match.rtr_out)
@@ -46,7 +47,7 @@ static void renumber_after(struct coop_context *ctx, struct coop_triple *t,
 
 	dlist_for_each(pos, &ctx->mpi->prq) {
 		struct coop_request *q =
-			container_of(pos, struct coop_request, link);
+			container_of(pos, struct coop_request, match.link);
 
 		if (q->match.ticketed && same_triple(q, r) &&
 		    q->match.seq > r->match.seq) {
@@ -68,7 +69,8 @@ static void cancel_now(struct coop_context *ctx, struct coop_request *r)
 
 int coop_cancel_ticketed(struct coop_context *ctx, struct coop_request *r)
 {
-	struct coop_triple *t = coop_triple_get(ctx, r->comm, r->peer, r->tag);
+	struct coop_triple *t =
+		coop_triple_get(ctx, r->msg.comm, r->msg.peer, r->msg.tag);
 	union coop_pkt pkt;
 
 	if (!t)
@@ -81,13 +83,13 @@ int coop_cancel_ticketed(struct coop_context *ctx, struct coop_request *r)
 		cancel_now(ctx, r);
 		return COOP_SUCCESS;
 	}
-	coop_hdr_init(ctx, &pkt.h, PKT_REVOKE, r->comm, r->tag);
+	coop_hdr_init(ctx, &pkt.h, PKT_REVOKE, r->msg.comm, r->msg.tag);
 	pkt.h.seq = r->match.seq;
 	pkt.revoke.rreq = coop_req_id(r);
 	pkt.revoke.ok = 0;
 	t->revoking = 1;
 	r->pending |= EV_REVOKE;
-	return coop_send_pkt(ctx, r->peer, &pkt);
+	return coop_send_pkt(ctx, r->msg.peer, &pkt);
 }
 
 static void retry_cancels(struct coop_context *ctx, uint16_t comm, int peer,
@@ -97,10 +99,11 @@ static void retry_cancels(struct coop_context *ctx, uint16_t comm, int peer,
 
 	dlist_for_each_safe(pos, tmp, &ctx->mpi->prq) {
 		struct coop_request *q =
-			container_of(pos, struct coop_request, link);
+			container_of(pos, struct coop_request, match.link);
 
 		if (q->match.cancel_wanted && !(q->pending & EV_REVOKE) &&
-		    q->comm == comm && q->peer == peer && q->tag == tag) {
+		    q->msg.comm == comm && q->msg.peer == peer &&
+		    q->msg.tag == tag) {
 			coop_cancel_ticketed(ctx, q);
 			return;	/* at most one handshake at a time */
 		}
@@ -117,7 +120,7 @@ static void revoke_reply(struct coop_context *ctx,
 	if (!t)
 		return;
 	t->revoking = 0;
-	if (r && p->ok && dlist_linked(&r->link) &&
+	if (r && p->ok && dlist_linked(&r->match.link) &&
 	    (r->pending & EV_MATCH)) {
 		renumber_after(ctx, t, r);
 		cancel_now(ctx, r);
@@ -144,12 +147,12 @@ static void peer_gone(struct coop_context *ctx, int peer)
 			container_of(pos, struct coop_request, alink);
 		struct coop_pkt_revoke reply = { .rreq = coop_req_id(r) };
 
-		if (r->kind != REQ_RECV || r->peer != peer ||
+		if (r->kind != REQ_RECV || r->msg.peer != peer ||
 		    !(r->pending & EV_REVOKE))
 			continue;
-		reply.h.comm = (uint16_t)r->comm;
+		reply.h.comm = (uint16_t)r->msg.comm;
 		reply.h.src = (uint16_t)peer;
-		reply.h.tag = r->tag;
+		reply.h.tag = r->msg.tag;
 		reply.ok = !!(r->pending & EV_MATCH);
 		revoke_reply(ctx, &reply);
 	}

@@ -30,10 +30,10 @@ struct coop_request *coop_match_posted(struct coop_context *ctx,
 
 	dlist_for_each(pos, &ctx->mpi->prq) {
 		struct coop_request *r =
-			container_of(pos, struct coop_request, link);
+			container_of(pos, struct coop_request, match.link);
 
-		if (!envelope_matches(r->peer, r->tag, r->comm, m->src,
-				      m->tag, m->comm))
+		if (!envelope_matches(r->msg.peer, r->msg.tag, r->msg.comm,
+				      m->src, m->tag, m->comm))
 			continue;
 		/* a ticketed receive is reserved for its own message */
 		if (r->match.ticketed && r->match.seq != m->seq)
@@ -85,21 +85,23 @@ void coop_match_consumed(struct coop_context *ctx,
 
 void coop_match_post(struct coop_context *ctx, struct coop_request *r)
 {
-	dlist_add_tail(&ctx->mpi->prq, &r->link);
+	dlist_add_tail(&ctx->mpi->prq, &r->match.link);
 	ctx->mpi->matching->recv_posted(ctx, r);
 }
 
 void coop_match_unpost(struct coop_context *ctx, struct coop_request *r)
 {
-	dlist_del(&r->link);
+	dlist_del(&r->match.link);
 	if (r->match.wildcard)
 		coop_rtr_unpost_wildcard(ctx, r);
 }
 
 void coop_match_unlink(struct coop_request *r)
 {
+	if (!dlist_linked(&r->match.link))
+		return;
 	if (r->kind == REQ_RECV)
 		coop_match_unpost(r->ctx, r);
 	else
-		dlist_del(&r->link);
+		dlist_del(&r->match.link);
 }

@@ -28,11 +28,11 @@ int coop_p2p_send_start(struct coop_context *ctx, struct coop_request *r)
 {
 	int rc;
 
-	if (r->peer == COOP_PROC_NULL) {
+	if (r->msg.peer == COOP_PROC_NULL) {
 		complete_now(r);
 		return COOP_SUCCESS;
 	}
-	if (ctx->peers[r->peer].dead) {
+	if (ctx->peers[r->msg.peer].dead) {
 		coop_req_fail(r, COOP_ERR_PEER_DEAD);
 		return COOP_ERR_PEER_DEAD;
 	}
@@ -46,7 +46,7 @@ int coop_p2p_send_start(struct coop_context *ctx, struct coop_request *r)
 		ctx->mpi->matching->sent_eagerly(ctx, r);
 		return COOP_SUCCESS;
 	}
-	if (r->flags & COOP_SEND_BUFFERED)
+	if (r->msg.flags & COOP_SEND_BUFFERED)
 		return coop_bsend_start(ctx, r);
 	rc = coop_p2p_send_rndv(ctx, r);
 	if (rc)
@@ -85,13 +85,13 @@ void coop_p2p_recv_post(struct coop_context *ctx, struct coop_request *r)
 	struct coop_message *u;
 
 	r->pending |= EV_MATCH;
-	if (r->peer == COOP_PROC_NULL) {
+	if (r->msg.peer == COOP_PROC_NULL) {
 		r->status.source = COOP_PROC_NULL;
 		r->status.tag = COOP_ANY_TAG;
 		coop_req_event(r, EV_MATCH);
 		return;
 	}
-	u = coop_match_unexpected(ctx, r->peer, r->tag, r->comm);
+	u = coop_match_unexpected(ctx, r->msg.peer, r->msg.tag, r->msg.comm);
 	if (u) {
 		dlist_del(&u->link);
 		coop_match_consumed(ctx, &u->d);
@@ -99,7 +99,7 @@ void coop_p2p_recv_post(struct coop_context *ctx, struct coop_request *r)
 		coop_pool_put(&ctx->proto->msgs, u);
 		return;
 	}
-	if (r->peer != COOP_ANY_SOURCE && ctx->peers[r->peer].dead) {
+	if (r->msg.peer != COOP_ANY_SOURCE && ctx->peers[r->msg.peer].dead) {
 		coop_req_fail(r, COOP_ERR_PEER_DEAD);
 		return;
 	}

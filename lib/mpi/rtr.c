@@ -62,9 +62,10 @@ static int suspended(struct coop_context *ctx, uint16_t comm, int src,
 static int wild_count(struct coop_context *ctx, struct coop_request *r,
 		      int delta)
 {
-	int src = r->peer == COOP_ANY_SOURCE ? COOP_ANY_SOURCE : r->peer;
+	int src = r->msg.peer == COOP_ANY_SOURCE ? COOP_ANY_SOURCE :
+						   r->msg.peer;
 	struct coop_triple *t =
-		coop_triple_get(ctx, r->comm, src, COOP_ANY_TAG);
+		coop_triple_get(ctx, r->msg.comm, src, COOP_ANY_TAG);
 
 	if (!t)
 		return -1;
@@ -76,7 +77,8 @@ static int wild_count(struct coop_context *ctx, struct coop_request *r,
 /* Number a receive: it is the next of its (comm, src, tag). */
 static int ticket(struct coop_context *ctx, struct coop_request *r)
 {
-	struct coop_triple *t = coop_triple_get(ctx, r->comm, r->peer, r->tag);
+	struct coop_triple *t =
+		coop_triple_get(ctx, r->msg.comm, r->msg.peer, r->msg.tag);
 
 	if (!t)
 		return 0;
@@ -89,12 +91,13 @@ static void rtr_send(struct coop_context *ctx, struct coop_request *r);
 
 static void recv_posted(struct coop_context *ctx, struct coop_request *r)
 {
-	if (r->peer == COOP_ANY_SOURCE || r->tag == COOP_ANY_TAG) {
+	if (r->msg.peer == COOP_ANY_SOURCE || r->msg.tag == COOP_ANY_TAG) {
 		r->match.wildcard = 1;
 		wild_count(ctx, r, +1);
 		return;
 	}
-	if (!suspended(ctx, r->comm, r->peer, r->tag) && ticket(ctx, r))
+	if (!suspended(ctx, r->msg.comm, r->msg.peer, r->msg.tag) &&
+	    ticket(ctx, r))
 		rtr_send(ctx, r);
 }
 
@@ -114,10 +117,10 @@ void coop_rtr_resume(struct coop_context *ctx, uint16_t comm)
 
 	dlist_for_each_safe(pos, tmp, &ctx->mpi->prq) {
 		struct coop_request *r =
-			container_of(pos, struct coop_request, link);
+			container_of(pos, struct coop_request, match.link);
 
-		if (r->comm != comm || r->match.wildcard ||
-		    suspended(ctx, comm, r->peer, r->tag))
+		if (r->msg.comm != comm || r->match.wildcard ||
+		    suspended(ctx, comm, r->msg.peer, r->msg.tag))
 			continue;
 		if (!r->match.ticketed)
 			ticket(ctx, r);
@@ -132,7 +135,7 @@ void coop_rtr_unpost_wildcard(struct coop_context *ctx,
 {
 	r->match.wildcard = 0;
 	if (wild_count(ctx, r, -1) == 0)
-		coop_rtr_resume(ctx, r->comm);
+		coop_rtr_resume(ctx, r->msg.comm);
 }
 
 /* ---------------- the sender's side: RTRs ---------------- */
@@ -143,14 +146,14 @@ static void rtr_send(struct coop_context *ctx, struct coop_request *r)
 
 	if (coop_req_reg(r, COOPMPI_REGION_WRITE))
 		return;		/* stays sender-initiated */
-	coop_hdr_init(ctx, &pkt.h, PKT_RTR, r->comm, r->tag);
+	coop_hdr_init(ctx, &pkt.h, PKT_RTR, r->msg.comm, r->msg.tag);
 	pkt.h.seq = r->match.seq;
 	pkt.rtr.rreq = coop_req_id(r);
 	pkt.rtr.pad = 0;
-	pkt.rtr.cap = r->len;
-	pkt.rtr.key = r->lkey;
+	pkt.rtr.cap = r->msg.len;
+	pkt.rtr.key = r->region.key;
 	r->match.rtr_out = 1;
-	coop_send_pkt(ctx, r->peer, &pkt);
+	coop_send_pkt(ctx, r->msg.peer, &pkt);
 }
 
 static struct coop_request *waiting_send(struct coop_context *ctx,
@@ -160,10 +163,10 @@ static struct coop_request *waiting_send(struct coop_context *ctx,
 
 	dlist_for_each(pos, &ctx->mpi->rts_sends) {
 		struct coop_request *s =
-			container_of(pos, struct coop_request, link);
+			container_of(pos, struct coop_request, match.link);
 
-		if (s->peer == p->h.src && s->comm == p->h.comm &&
-		    s->tag == p->h.tag && s->match.seq == p->h.seq)
+		if (s->msg.peer == p->h.src && s->msg.comm == p->h.comm &&
+		    s->msg.tag == p->h.tag && s->match.seq == p->h.seq)
 			return s;
 	}
 	return NULL;
@@ -178,7 +181,7 @@ static void on_rtr(struct coop_context *ctx, const union coop_pkt *pkt)
 	struct coop_message *u;
 
 	if (s) {
-		dlist_del(&s->link);
+		dlist_del(&s->match.link);
 		coop_rndv_write_for_rtr(s, p->rreq, p->cap, &p->key);
 		coop_req_event(s, EV_PEER);
 		return;
@@ -239,7 +242,8 @@ static uint32_t send_seq(struct coop_context *ctx, uint16_t comm, int dst,
 /* Send r went eagerly: RTRs up to its number are void. */
 static void sent_eagerly(struct coop_context *ctx, struct coop_request *r)
 {
-	struct coop_triple *t = coop_triple_get(ctx, r->comm, r->peer, r->tag);
+	struct coop_triple *t =
+		coop_triple_get(ctx, r->msg.comm, r->msg.peer, r->msg.tag);
 
 	if (t && !dlist_empty(&t->rtrq))
 		rtrq_scan(ctx, t, r->match.seq + 1, 0);
@@ -248,7 +252,8 @@ static void sent_eagerly(struct coop_context *ctx, struct coop_request *r)
 /* 1 when an RTR for send s was queued: s now writes (no RTS); else 0. */
 static int take_rtr(struct coop_context *ctx, struct coop_request *s)
 {
-	struct coop_triple *t = coop_triple_get(ctx, s->comm, s->peer, s->tag);
+	struct coop_triple *t =
+		coop_triple_get(ctx, s->msg.comm, s->msg.peer, s->msg.tag);
 	struct coop_message *u;
 
 	if (!t || dlist_empty(&t->rtrq))
@@ -326,7 +331,7 @@ static void number_send(struct coop_context *ctx, struct coop_request *r)
 {
 	if (coop_req_rndv_sized(ctx, r))
 		coop_progress_once(ctx);
-	r->match.seq = send_seq(ctx, r->comm, r->peer, r->tag, 0);
+	r->match.seq = send_seq(ctx, r->msg.comm, r->msg.peer, r->msg.tag, 0);
 }
 
 static int send_rndv(struct coop_context *ctx, struct coop_request *r)
@@ -344,7 +349,7 @@ static uint32_t eager_seq(struct coop_context *ctx, uint16_t comm, int dst,
 
 static void rts_sent(struct coop_context *ctx, struct coop_request *r)
 {
-	dlist_add_tail(&ctx->mpi->rts_sends, &r->link);
+	dlist_add_tail(&ctx->mpi->rts_sends, &r->match.link);
 }
 
 static const struct coop_send_hooks send_hooks = {

@@ -443,8 +443,8 @@ static void offload_job_init(struct coop_job *j, struct coop_request *s,
 	j->req = s;
 	j->ops = ops;
 	j->kind = JOB_OFFLOAD;
-	j->peer = s->peer;
-	j->local = s->buf;	/* piece at cursor: local + cursor -> */
+	j->peer = s->msg.peer;
+	j->local = s->msg.buf;	/* piece at cursor: local + cursor -> */
 	j->key = key;		/* roff + cursor of the region */
 	j->roff = roff;
 	j->cursor = off;
@@ -558,7 +558,7 @@ void coop_dma_put(struct coop_request *r, const struct coop_rkey *key,
 
 	/* dma_release drops the job if r fails */
 	r->rndv.proto = PROTO_DMA;
-	r->rndv.xfer = r->len;
+	r->rndv.xfer = r->msg.len;
 	offload_job_init(j, r, *key, roff, 0, ops);
 	if (!j->len) {		/* nothing to give the engine */
 		ops->done(j);

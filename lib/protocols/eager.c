@@ -86,13 +86,13 @@ static int send_inline_pkts(struct coop_context *ctx, int peer,
 static int send_inline(struct coop_context *ctx, struct coop_request *r)
 {
 	union coop_pkt pkts[PKT_SPAN_MAX];
-	struct coop_pkt_hdr env = { .comm = r->comm, .tag = r->tag,
+	struct coop_pkt_hdr env = { .comm = r->msg.comm, .tag = r->msg.tag,
 				    .seq = r->match.seq };
-	int sync = !!(r->flags & COOP_SEND_SYNC);
+	int sync = !!(r->msg.flags & COOP_SEND_SYNC);
 	uint32_t id = sync ? coop_req_id(r) : 0;
-	unsigned n = fill_inline(ctx, pkts, &env, r->buf, r->len,
+	unsigned n = fill_inline(ctx, pkts, &env, r->msg.buf, r->msg.len,
 				 sync ? &id : NULL);
-	int rc = send_inline_pkts(ctx, r->peer, pkts, n);
+	int rc = send_inline_pkts(ctx, r->msg.peer, pkts, n);
 
 	if (rc)
 		return rc;
@@ -104,21 +104,22 @@ static int send_inline(struct coop_context *ctx, struct coop_request *r)
 static int send_bounce(struct coop_context *ctx, struct coop_request *r)
 {
 	union coop_pkt pkt;
-	int sync = !!(r->flags & COOP_SEND_SYNC);
+	int sync = !!(r->msg.flags & COOP_SEND_SYNC);
 	int slot = coop_seg_bounce_alloc(&ctx->seg, 0), rc;
 
 	if (slot < 0)
 		return 0;
-	memcpy(coop_seg_bounce(&ctx->seg, (uint32_t)slot), r->buf, r->len);
-	ctx->bslot_peer[slot] = (uint16_t)r->peer;
-	coop_hdr_init(ctx, &pkt.h, PKT_EAGER_BB, r->comm, r->tag);
+	memcpy(coop_seg_bounce(&ctx->seg, (uint32_t)slot), r->msg.buf,
+	       r->msg.len);
+	ctx->bslot_peer[slot] = (uint16_t)r->msg.peer;
+	coop_hdr_init(ctx, &pkt.h, PKT_EAGER_BB, r->msg.comm, r->msg.tag);
 	pkt.h.seq = r->match.seq;
 	if (sync)
 		pkt.h.flags |= PF_SYNC;
 	pkt.bb.slot = (uint32_t)slot;
 	pkt.bb.sreq = sync ? coop_req_id(r) : 0;
-	pkt.bb.len = r->len;
-	rc = coop_send_pkt(ctx, r->peer, &pkt);
+	pkt.bb.len = r->msg.len;
+	rc = coop_send_pkt(ctx, r->msg.peer, &pkt);
 	if (rc) {
 		coop_seg_bounce_free(&ctx->seg, (uint32_t)slot);
 		return -rc;
@@ -133,13 +134,13 @@ int coop_eager_send(struct coop_context *ctx, struct coop_request *r)
 {
 	int rc;
 
-	if (r->len <= inline_max(r->flags)) {
+	if (r->msg.len <= inline_max(r->msg.flags)) {
 		rc = send_inline(ctx, r);
 		return rc ? -rc : 1;
 	}
 	if (coop_req_rndv_sized(ctx, r))
 		return 0;
-	if (r->len <= span_max(r->flags)) {
+	if (r->msg.len <= span_max(r->msg.flags)) {
 		rc = send_inline(ctx, r);
 		if (rc != -EAGAIN)
 			return rc ? -rc : 1;
@@ -193,19 +194,19 @@ static void release_slot(struct coop_context *ctx,
 void coop_eager_deliver(struct coop_request *r, const struct coop_msgdesc *m)
 {
 	struct coop_context *ctx = r->ctx;
-	size_t n = COOP_MIN(m->len, r->len);
+	size_t n = COOP_MIN(m->len, r->msg.len);
 
-	if (m->len > r->len)
+	if (m->len > r->msg.len)
 		coop_req_set_error(r, COOP_ERR_TRUNCATE);
 	if (m->type == PKT_EAGER) {
 		if (n)
-			memcpy(r->buf, m->data, n);
+			memcpy(r->msg.buf, m->data, n);
 	} else {
 		struct coop_seg *seg = &ctx->peers[m->src].seg;
 
 		/* coop_proto_describe() checked the slot at arrival */
 		if (n)
-			memcpy(r->buf, coop_seg_bounce(seg, m->slot), n);
+			memcpy(r->msg.buf, coop_seg_bounce(seg, m->slot), n);
 		release_slot(ctx, m);
 	}
 	r->status.count = n;

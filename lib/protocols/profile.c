@@ -83,8 +83,22 @@ struct prof_slot {
 	uint8_t *chosen;		/* [peer]: enum coop_proto */
 };
 
+/* The record of a request the profile logged, in a table by the
+ * request's pool index: it is r's while req and gen are r's. */
+struct prof_rec {
+	const struct coop_request *req;
+	uint32_t gen;
+	uint16_t msg;		/* index + 1 in its log, 0: none */
+	uint8_t slot;		/* the phase's slot */
+	uint8_t dir;		/* 0 send, 1 receive */
+	uint32_t iter;		/* the phase iteration it was posted in */
+	uint64_t wait_ns;	/* a completion call for it began */
+};
+
 struct coop_profile {
 	struct prof_slot slot[PROF_PHASES];
+	struct prof_rec *recs;
+	uint32_t nrecs;
 	int cur;		/* the slot of the phase we are in, -1 */
 	struct coop_model_costs costs;
 	int calibrated;
@@ -235,35 +249,76 @@ static void add_event(struct prof_log *l, uint32_t msg, uint32_t op,
 		l->ev[l->nev++] = (struct prof_event){ enter, leave, msg, op };
 }
 
+/* r's record, NULL when r is not being logged. */
+static struct prof_rec *rec_of(struct coop_profile *pf,
+			       const struct coop_request *r)
+{
+	struct prof_rec *rec;
+
+	if (r->pobj.index >= pf->nrecs)
+		return NULL;
+	rec = &pf->recs[r->pobj.index];
+	return rec->req == r && rec->gen == r->pobj.gen && rec->msg ? rec :
+									NULL;
+}
+
+/* A new record for pooled r, NULL when out of memory. */
+static struct prof_rec *rec_new(struct coop_profile *pf,
+				const struct coop_request *r)
+{
+	uint32_t i = r->pobj.index, n = pf->nrecs;
+	struct prof_rec *recs;
+
+	if (i >= n) {
+		while (n <= i)
+			n = n ? 2 * n : 64;
+		recs = realloc(pf->recs, n * sizeof(*recs));
+		if (!recs)
+			return NULL;
+		memset(recs + pf->nrecs, 0, (n - pf->nrecs) * sizeof(*recs));
+		pf->recs = recs;
+		pf->nrecs = n;
+	}
+	pf->recs[i] = (struct prof_rec){ .req = r, .gen = r->pobj.gen };
+	return &pf->recs[i];
+}
+
 static void log_post(struct coop_request *r, uint64_t enter_ns)
 {
 	struct coop_context *ctx = r->ctx;
 	struct coop_profile *pf = ctx->proto->profile;
 	int dir = r->kind == REQ_SEND ? DIR_SEND : DIR_RECV;
+	struct prof_rec *rec = rec_of(pf, r);
 	struct prof_log *l;
 
-	r->prof.msg = 0;
-	if (pf->cur < 0 || r->peer < 0 || r->peer >= ctx->size ||
-	    r->len <= ctx->cfg.eager_max ||
+	if (rec)		/* a persistent request's last start */
+		rec->msg = 0;
+	if (pf->cur < 0 || !r->pobj.in_use || r->msg.peer < 0 ||
+	    r->msg.peer >= ctx->size || r->msg.len <= ctx->cfg.eager_max ||
 	    (r->kind != REQ_SEND && r->kind != REQ_RECV))
 		return;
-	l = log_of(ctx, dir, r->peer);
+	l = log_of(ctx, dir, r->msg.peer);
 	if (!l || l->nmsg >= PROF_MSGS)
 		return;
-	l->bytes[l->nmsg] = r->len;
+	rec = rec_new(pf, r);
+	if (!rec)
+		return;
+	l->bytes[l->nmsg] = r->msg.len;
 	add_event(l, l->nmsg, COOP_MODEL_POST, enter_ns,
 		  compute_clock(ctx));
-	r->prof.msg = (uint16_t)(++l->nmsg);
-	r->prof.slot = (uint8_t)pf->cur;
-	r->prof.dir = (uint8_t)dir;
-	r->prof.iter = pf->slot[pf->cur].iter;
+	rec->msg = (uint16_t)(++l->nmsg);
+	rec->slot = (uint8_t)pf->cur;
+	rec->dir = (uint8_t)dir;
+	rec->iter = pf->slot[pf->cur].iter;
 }
 
 /* The first completion call for r ends the compute before its wait. */
 static void wait_began(struct coop_request *r)
 {
-	if (!r->prof.wait_ns)
-		r->prof.wait_ns = compute_clock(r->ctx);
+	struct prof_rec *rec = rec_of(r->ctx->proto->profile, r);
+
+	if (rec && !rec->wait_ns)
+		rec->wait_ns = compute_clock(r->ctx);
 }
 
 /* A completion call returns it: its wait, from its first completion
@@ -272,20 +327,24 @@ static void log_completion(struct coop_request *r)
 {
 	struct coop_context *ctx = r->ctx;
 	struct coop_profile *pf = ctx->proto->profile;
+	struct prof_rec *rec = rec_of(pf, r);
 	struct prof_slot *s;
 	struct prof_log *l;
 	uint64_t now;
 
-	if (pf->cur != r->prof.slot)
+	if (!rec)
 		return;
-	s = &pf->slot[r->prof.slot];
-	l = s->cur[r->prof.dir][r->peer];
-	if (!l || s->iter != r->prof.iter)
-		return;		/* completed in a later phase or iteration */
+	if (pf->cur != rec->slot)
+		goto done;
+	s = &pf->slot[rec->slot];
+	l = s->cur[rec->dir][r->msg.peer];
+	if (!l || s->iter != rec->iter)
+		goto done;	/* completed in a later phase or iteration */
 	now = compute_clock(ctx);
-	add_event(l, r->prof.msg - 1u, COOP_MODEL_WAIT,
-		  r->prof.wait_ns ? r->prof.wait_ns : now, now);
-	r->prof.msg = 0;
+	add_event(l, rec->msg - 1u, COOP_MODEL_WAIT,
+		  rec->wait_ns ? rec->wait_ns : now, now);
+done:
+	rec->msg = 0;
 }
 
 /* ---------------- prediction ---------------- */
@@ -418,7 +477,7 @@ static enum coop_proto choose(struct coop_context *ctx,
 	struct prof_slot *s;
 	struct prof_log *peer;
 	uint64_t end[COOP_MODEL_COUNT];
-	int d = r->peer, best;
+	int d = r->msg.peer, best;
 
 	if (pf->cur < 0)
 		return PROTO_RGET;
@@ -487,6 +546,7 @@ void coop_profile_fini(struct coop_context *ctx)
 	ps->profile_choice = NULL;
 	for (i = 0; i < PROF_PHASES; i++)
 		slot_free(&ps->profile->slot[i], ctx->size);
+	free(ps->profile->recs);
 	free(ps->profile);
 	ps->profile = NULL;
 }

@@ -12,15 +12,13 @@
 #define MSG_PREALLOC 256
 #define MSG_MAX (1u << 24)
 
-/* A request (re)starts: no protocol yet, nothing moved, no record. */
+/* A request (re)starts: no protocol yet, nothing moved. */
 static void proto_req_activate(struct coop_request *r)
 {
 	r->rndv.proto = PROTO_NONE;
 	r->rndv.rts_sent = 0;
 	r->rndv.precharged = 0;
 	r->rndv.xfer = 0;
-	r->prof.msg = 0;
-	r->prof.wait_ns = 0;
 	if (r->kind != REQ_COLL)	/* a collective's carries none */
 		memset(&r->rndv.u, 0, sizeof(r->rndv.u));
 }
@@ -130,12 +128,12 @@ int coop_proto_send_cts(struct coop_request *r, const struct coop_cts_args *a)
 	if (rc)
 		return rc;
 	coop_load_precharge(ctx, src, charge);
-	coop_hdr_init(ctx, &pkt.h, PKT_CTS, r->comm, r->status.tag);
+	coop_hdr_init(ctx, &pkt.h, PKT_CTS, r->msg.comm, r->status.tag);
 	pkt.h.proto = (uint8_t)a->proto;
 	pkt.cts.sreq = r->rndv.rid;
 	pkt.cts.rreq = coop_req_id(r);
 	pkt.cts.len = r->rndv.xfer;
-	pkt.cts.key = r->lkey;
+	pkt.cts.key = r->region.key;
 	pkt.cts.slot = a->slot;
 	pkt.cts.chunk = (uint32_t)a->chunk;
 	pkt.cts.ncookie = a->ncookie;
@@ -163,8 +161,9 @@ int coop_proto_send_fin(struct coop_context *ctx, int peer, uint32_t rid,
 
 void coop_proto_sender_fin(struct coop_request *s, int err, uint64_t copied)
 {
-	coop_proto_send_fin(s->ctx, s->peer, s->rndv.rid, err, s->len, s->tag,
-			    copied, s->rndv.rts_sent ? PF_RTS_SENT : 0);
+	coop_proto_send_fin(s->ctx, s->msg.peer, s->rndv.rid, err, s->msg.len,
+			    s->msg.tag, copied,
+			    s->rndv.rts_sent ? PF_RTS_SENT : 0);
 }
 
 void coop_proto_send_slot_fin(struct coop_context *ctx, int peer,

@@ -37,7 +37,7 @@ static uint64_t solo_chunk(const struct coop_context *ctx)
 static enum coop_proto choose_proto(struct coop_context *ctx,
 				    const struct coop_request *r)
 {
-	if (!ctx->peers[r->peer].copy_ok)
+	if (!ctx->peers[r->msg.peer].copy_ok)
 		return PROTO_BOUNCE;
 	switch (ctx->cfg.rndv) {
 	case COOP_RNDV_RGET:
@@ -50,7 +50,7 @@ static enum coop_proto choose_proto(struct coop_context *ctx,
 	case COOP_RNDV_DMA:	/* without an engine: a one-line note at init */
 		return coop_dma_usable(ctx) ? PROTO_DMA : PROTO_RPUT;
 	case COOP_RNDV_STRIPE:	/* min size, busy engine: stripe.c */
-		return coop_stripe_usable(ctx, r->len) ? PROTO_STRIPE :
+		return coop_stripe_usable(ctx, r->msg.len) ? PROTO_STRIPE :
 							 PROTO_RPUT;
 	case COOP_RNDV_PRECOPY:	/* RGET when it cannot: staged.c */
 		return PROTO_PRECOPY;
@@ -87,22 +87,22 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 		if (rc)
 			return rc;
 	}
-	coop_hdr_init(ctx, &pkt.h, PKT_RTS, r->comm, r->tag);
+	coop_hdr_init(ctx, &pkt.h, PKT_RTS, r->msg.comm, r->msg.tag);
 	pkt.h.seq = r->match.seq;
 	pkt.h.proto = (uint8_t)proto;
-	if (r->flags & COOP_SEND_SYNC)
+	if (r->msg.flags & COOP_SEND_SYNC)
 		pkt.h.flags |= PF_SYNC;
-	if (r->flags & COOP_F_BLOCKING)
+	if (r->msg.flags & COOP_F_BLOCKING)
 		pkt.h.flags |= PF_BLOCKING;
-	if (r->flags & REQ_F_BUFFERED_INNER)
+	if (r->msg.flags & REQ_F_BUFFERED_INNER)
 		pkt.h.flags |= PF_BUFFERED;
 	if (coop_dma_usable(ctx))
 		pkt.h.flags |= PF_ENGINE;
 	pkt.rts.sreq = coop_req_id(r);
 	pkt.rts.pad = 0;
-	pkt.rts.len = r->len;
-	if (r->lkey_valid)
-		pkt.rts.key = r->lkey;
+	pkt.rts.len = r->msg.len;
+	if (r->region.valid)
+		pkt.rts.key = r->region.key;
 	else
 		memset(&pkt.rts.key, 0, sizeof(pkt.rts.key));
 	r->rndv.proto = (uint8_t)proto;
@@ -110,7 +110,7 @@ int coop_rndv_send(struct coop_context *ctx, struct coop_request *r)
 	r->rndv.rts_sent = 1;
 	if (ctx->proto->send_hooks)
 		ctx->proto->send_hooks->rts_sent(ctx, r);
-	rc = coop_send_pkt(ctx, r->peer, &pkt);
+	rc = coop_send_pkt(ctx, r->msg.peer, &pkt);
 	if (rc)
 		coop_req_fail(r, rc);
 	return COOP_SUCCESS;
@@ -155,14 +155,14 @@ static int push_frag(struct coop_job *j, uint64_t off, uint64_t n)
 	if (slot < 0)
 		return -1;	/* no slot now: retry later */
 	memcpy(coop_seg_bounce(&ctx->seg, (uint32_t)slot),
-	       (char *)r->buf + off, n);
+	       (char *)r->msg.buf + off, n);
 	ctx->bslot_peer[slot] = (uint16_t)j->peer;
-	coop_hdr_init(ctx, &pkt.h, PKT_FRAG, r->comm, r->tag);
+	coop_hdr_init(ctx, &pkt.h, PKT_FRAG, r->msg.comm, r->msg.tag);
 	pkt.frag.rreq = r->rndv.rid;
 	pkt.frag.slot = (uint32_t)slot;
 	pkt.frag.off = off;
 	pkt.frag.len = n;
-	pkt.frag.total = r->len;
+	pkt.frag.total = r->msg.len;
 	return coop_send_pkt(ctx, j->peer, &pkt);
 }
 
@@ -178,7 +178,7 @@ static void start_read(struct coop_request *r, const struct coop_msgdesc *m,
 		       struct coop_work_slot *shared, uint64_t chunk)
 {
 	struct coop_job_args a = {
-		.kind = JOB_READ, .peer = m->src, .local = r->buf,
+		.kind = JOB_READ, .peer = m->src, .local = r->msg.buf,
 		.key = &m->key, .len = r->rndv.xfer, .shared = shared,
 		.chunk = chunk, .ops = &read_ops,
 	};
@@ -279,9 +279,9 @@ void coop_rndv_matched(struct coop_request *r, const struct coop_msgdesc *m)
 	int rc;
 
 	r->rndv.rid = m->sreq;
-	r->rndv.xfer = COOP_MIN(m->len, r->len);
+	r->rndv.xfer = COOP_MIN(m->len, r->msg.len);
 	r->status.count = r->rndv.xfer;
-	if (m->len > r->len)
+	if (m->len > r->msg.len)
 		coop_req_set_error(r, COOP_ERR_TRUNCATE);
 	/* a staged message needs no sender: post-copy's data is in our
 	 * inbox, pre-copy's in an outbox we may still have mapped */
@@ -317,12 +317,12 @@ static void start_write(struct coop_request *r)
 	struct coop_context *ctx = r->ctx;
 	struct coop_rkey key = r->job.key;	/* set by the CTS/RTR */
 	struct coop_job_args a = {
-		.kind = JOB_WRITE, .peer = r->peer, .local = r->buf,
+		.kind = JOB_WRITE, .peer = r->msg.peer, .local = r->msg.buf,
 		.key = &key, .len = r->rndv.xfer, .chunk = solo_chunk(ctx),
 		.ops = &write_ops,
 	};
 
-	if (!ctx->peers[r->peer].copy_ok) {
+	if (!ctx->peers[r->msg.peer].copy_ok) {
 		a.kind = JOB_PUSH;
 		a.key = NULL;
 		a.chunk = ctx->seg.bounce_size;
@@ -336,7 +336,7 @@ void coop_rndv_write_for_rtr(struct coop_request *s, uint32_t rreq,
 			     uint64_t cap, const struct coop_rkey *key)
 {
 	s->rndv.rid = rreq;
-	s->rndv.xfer = COOP_MIN(s->len, cap);
+	s->rndv.xfer = COOP_MIN(s->msg.len, cap);
 	s->job.key = *key;
 	s->rndv.proto = PROTO_RTR;
 	start_write(s);
@@ -351,9 +351,9 @@ static void write_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 /* COOP: our part of the copy, from the receiver's work slot. */
 static void coop_on_cts(struct coop_request *s, const struct coop_pkt_cts *p)
 {
-	struct coop_seg *pseg = &s->ctx->peers[s->peer].seg;
+	struct coop_seg *pseg = &s->ctx->peers[s->msg.peer].seg;
 	struct coop_job_args a = {
-		.kind = JOB_WRITE, .peer = s->peer, .local = s->buf,
+		.kind = JOB_WRITE, .peer = s->msg.peer, .local = s->msg.buf,
 		.key = &p->key, .len = s->rndv.xfer, .chunk = p->chunk,
 		.ops = &write_ops,
 	};
@@ -379,13 +379,13 @@ static void on_cts(struct coop_context *ctx, const union coop_pkt *pkt)
 
 	if (!s || s->kind != REQ_SEND || !(s->pending & EV_PEER))
 		return;
-	dlist_del(&s->link);	/* no longer awaits an RTR (rts_sent) */
+	coop_req_unlink(s);	/* no longer awaits an RTR (rts_sent) */
 	if (!ops || !ops->on_cts) {
 		coop_req_fail(s, COOP_ERR_INTERNAL);
 		return;
 	}
 	s->rndv.rid = p->rreq;
-	s->rndv.xfer = COOP_MIN(p->len, s->len);
+	s->rndv.xfer = COOP_MIN(p->len, s->msg.len);
 	s->job.key = p->key;
 	/* the receiver charged our share to our load (coop_proto_send_cts) */
 	s->rndv.precharged = p->h.proto == PROTO_RPUT ||
@@ -419,8 +419,8 @@ static void on_fin(struct coop_context *ctx, const union coop_pkt *pkt)
 		/* completion data: needed when no RTS told us (RTR) */
 		q->status.source = p->h.src;
 		q->status.tag = p->h.tag;
-		q->status.count = COOP_MIN(p->len, q->len);
-		if (p->len > q->len)
+		q->status.count = COOP_MIN(p->len, q->msg.len);
+		if (p->len > q->msg.len)
 			coop_req_set_error(q, COOP_ERR_TRUNCATE);
 		/* the sender wrote: status */
 		if (q->rndv.proto == PROTO_NONE && q->match.rtr_out)
@@ -446,10 +446,10 @@ static void on_frag(struct coop_context *ctx, const union coop_pkt *pkt)
 		coop_peer_misbehaved(ctx, p->h.src, "fragment");
 		return;
 	}
-	if (r && r->kind == REQ_RECV && p->off < r->len) {
-		n = COOP_MIN(p->len, r->len - p->off);
-		memcpy((char *)r->buf + p->off, coop_seg_bounce(seg, p->slot),
-		       n);
+	if (r && r->kind == REQ_RECV && p->off < r->msg.len) {
+		n = COOP_MIN(p->len, r->msg.len - p->off);
+		memcpy((char *)r->msg.buf + p->off,
+		       coop_seg_bounce(seg, p->slot), n);
 	}
 	coop_seg_bounce_free(seg, p->slot);
 }
@@ -462,7 +462,7 @@ static void coop_release(struct coop_request *r)
 	if (!r->rndv.u.coop.holds_slot)
 		return;
 	r->rndv.u.coop.holds_slot = 0;
-	coop_proto_send_slot_fin(r->ctx, r->peer, r->rndv.u.coop.peer_slot);
+	coop_proto_send_slot_fin(r->ctx, r->msg.peer, r->rndv.u.coop.peer_slot);
 }
 
 /* Assisted RGET and RPUT (a COOP work slot split at the end or the

@@ -151,7 +151,7 @@ static enum coop_proto table_choice(struct coop_request *r,
 				    uint64_t *split)
 {
 	struct coop_context *ctx = r->ctx;
-	int recv_blocks = !!(r->flags & COOP_F_BLOCKING);
+	int recv_blocks = !!(r->msg.flags & COOP_F_BLOCKING);
 
 	switch (table2[send_kind(m->flags)][recv_blocks]) {
 	case CELL_COOP:
@@ -173,9 +173,9 @@ static enum coop_proto single_copy(struct coop_request *r, int src,
 	struct coop_context *ctx = r->ctx;
 
 	if (ctx->undersubscribed)
-		return r->flags & REQ_F_SENDER_IDLE ?
+		return r->msg.flags & REQ_F_SENDER_IDLE ?
 		       by_load(ctx, src, n, 1, split) : PROTO_RGET;
-	return r->flags & REQ_F_RECEIVER_COPIES ? PROTO_RGET : PROTO_RPUT;
+	return r->msg.flags & REQ_F_RECEIVER_COPIES ? PROTO_RGET : PROTO_RPUT;
 }
 
 enum coop_proto coop_select(struct coop_request *r,
@@ -186,13 +186,13 @@ enum coop_proto coop_select(struct coop_request *r,
 
 	if (r->rndv.xfer < ctx->cfg.hybrid_min)
 		return PROTO_RGET;
-	p = r->flags & REQ_F_SINGLE_COPY ?
+	p = r->msg.flags & REQ_F_SINGLE_COPY ?
 	    single_copy(r, m->src, r->rndv.xfer, split) :
 	    table_choice(r, m, split);
 	if (p == PROTO_RPUT && (m->flags & PF_ENGINE) &&
 	    coop_stripe_usable(ctx, r->rndv.xfer))
 		return PROTO_STRIPE;
-	if (r->flags & REQ_F_SINGLE_COPY)
+	if (r->msg.flags & REQ_F_SINGLE_COPY)
 		return p;
 	return assisted(ctx, p, r->rndv.xfer, split);
 }

@@ -174,31 +174,31 @@ int coop_staged_send(struct coop_context *ctx, struct coop_request *r,
 	int64_t off;
 	int rc;
 
-	if (!ctx->proto->staged || (r->flags & COOP_SEND_SYNC))
+	if (!ctx->proto->staged || (r->msg.flags & COOP_SEND_SYNC))
 		return -1;
-	ring = send_ring(ctx, proto, r->peer);
-	off = ring ? coop_stage_alloc(ring, r->len, r->peer) : -1;
+	ring = send_ring(ctx, proto, r->msg.peer);
+	off = ring ? coop_stage_alloc(ring, r->msg.len, r->msg.peer) : -1;
 	if (off < 0)
 		return -1;
-	memcpy(ring->base + off, r->buf, r->len);
-	coop_load_history_add(ctx, r->len, coop_now_ns());
-	coop_hdr_init(ctx, &pkt.h, PKT_RTS, r->comm, r->tag);
+	memcpy(ring->base + off, r->msg.buf, r->msg.len);
+	coop_load_history_add(ctx, r->msg.len, coop_now_ns());
+	coop_hdr_init(ctx, &pkt.h, PKT_RTS, r->msg.comm, r->msg.tag);
 	pkt.h.seq = r->match.seq;
 	pkt.h.proto = (uint8_t)proto;
-	if (r->flags & REQ_F_BUFFERED_INNER)
+	if (r->msg.flags & REQ_F_BUFFERED_INNER)
 		pkt.h.flags |= PF_BUFFERED;
 	pkt.rts.sreq = FIN_NONE;	/* nothing of ours waits */
 	pkt.rts.pad = 0;
-	pkt.rts.len = r->len;
+	pkt.rts.len = r->msg.len;
 	pkt.rts.key.cookie = (uint64_t)off;
-	pkt.rts.key.length = r->len;
-	rc = coop_send_pkt(ctx, r->peer, &pkt);
+	pkt.rts.key.length = r->msg.len;
+	rc = coop_send_pkt(ctx, r->msg.peer, &pkt);
 	if (rc) {
 		coop_stage_release(ring->base, (uint64_t)off);
 		return rc;
 	}
 	r->rndv.proto = (uint8_t)proto;
-	r->status.count = r->len;
+	r->status.count = r->msg.len;
 	r->pending |= EV_LOCAL;
 	coop_req_event(r, EV_LOCAL);
 	return COOP_SUCCESS;
@@ -234,7 +234,7 @@ static int staged_matched(struct coop_request *r, const struct coop_msgdesc *m,
 		coop_peer_misbehaved(ctx, m->src, "staged message");
 		return COOP_ERR_PEER_DEAD;
 	}
-	memcpy(r->buf, data, r->rndv.xfer);
+	memcpy(r->msg.buf, data, r->rndv.xfer);
 	coop_stage_release(base, m->key.cookie);
 	coop_load_history_add(ctx, r->rndv.xfer, coop_now_ns());
 	return COOP_SUCCESS;

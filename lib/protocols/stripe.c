@@ -159,7 +159,7 @@ static void adapt_ratio(struct coop_request *s)
 	const uint64_t *t = s->rndv.u.stripe.ns;
 	double cpu, eng, r;
 
-	if (ctx->cfg.stripe_ratio >= 0 || s->err || !s->job.done ||
+	if (ctx->cfg.stripe_ratio >= 0 || s->status.error || !s->job.done ||
 	    !s->rndv.u.stripe.engine.done || t[1] <= t[0] || t[2] <= t[0])
 		return;
 	cpu = (double)s->job.done / (double)(t[1] - t[0]);
@@ -178,7 +178,7 @@ static void stripe_fin(struct coop_request *s)
 		return;		/* a part still runs */
 	adapt_ratio(s);
 	if (s->kind == REQ_SEND)
-		coop_proto_sender_fin(s, s->err, done);
+		coop_proto_sender_fin(s, s->status.error, done);
 	else
 		s->status.count = done;
 	coop_req_event(s, EV_LOCAL);
@@ -222,7 +222,7 @@ static void stripe_start(struct coop_request *s, const struct coop_rkey *key,
 	int engine = coop_dma_open(ctx, NULL);
 	uint64_t c = s->rndv.xfer;
 	struct coop_job_args a = {
-		.kind = JOB_WRITE, .peer = s->peer, .local = s->buf,
+		.kind = JOB_WRITE, .peer = s->msg.peer, .local = s->msg.buf,
 		.key = key, .roff = roff, .ops = &cpu_ops,
 	};
 
@@ -230,7 +230,7 @@ static void stripe_start(struct coop_request *s, const struct coop_rkey *key,
 	s->rndv.u.stripe.ns[0] = coop_now_ns();
 	if (engine && stripe_ratio(ctx) > 0)
 		c = cpu_part(ctx->proto->stripe_ratio, s->rndv.xfer);
-	if (!ctx->peers[s->peer].copy_ok) {	/* our CPU cannot write */
+	if (!ctx->peers[s->msg.peer].copy_ok) {	/* our CPU cannot write */
 		if (!engine) {
 			coop_req_fail(s, COOP_ERR_INTERNAL);
 			return;
@@ -261,7 +261,7 @@ void coop_stripe_put(struct coop_request *r, const struct coop_rkey *key,
 {
 	/* offload_job() and stripe_release */
 	r->rndv.proto = PROTO_STRIPE;
-	r->rndv.xfer = r->len;
+	r->rndv.xfer = r->msg.len;
 	stripe_start(r, key, roff);
 }
 
