@@ -367,8 +367,8 @@ static const char *const others[] = {
  * Old names of renamed settings, read for one release after the rename
  * (the library is 0.1.0 now) with a warning that names the new one, then
  * removed.  The new name wins when both are set.  Time settings name
- * their unit (_US, _MS, _S); COOP_COOP_MIN looked like the UCX
- * transport's UCX_COOP_COOP_MIN, another threshold with another default.
+ * their unit (_US, _MS, _S); COOP_COOP_MIN is COOP_HYBRID_MIN, as the UCX
+ * transport's UCX_COOP_COOP_MIN is UCX_COOP_HYBRID_MIN (lib/ucx/iface.c).
  */
 static const struct cfg_alias {
 	const char *old, *name;

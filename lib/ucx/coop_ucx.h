@@ -105,7 +105,7 @@ enum {
 
 typedef struct uct_coop_iface_config {
 	uct_sm_iface_config_t super;
-	size_t coop_min;	/* UCX_COOP_COOP_MIN */
+	size_t hybrid_min;	/* UCX_COOP_HYBRID_MIN */
 	unsigned put;		/* UCX_COOP_PUT: uct_coop_put_mode_t */
 	size_t dma_min;		/* UCX_COOP_DMA_MIN */
 } uct_coop_iface_config_t;
@@ -114,7 +114,7 @@ typedef struct uct_coop_iface {
 	uct_sm_iface_t super;
 	uct_coop_md_t *md;
 	uint8_t id;		/* in md->ifaces */
-	size_t coop_min;
+	size_t hybrid_min;
 	uct_coop_put_mode_t put;
 	size_t dma_min;
 	int engine;		/* the md endpoint's: UCT_COOP_ENGINE_* */

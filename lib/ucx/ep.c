@@ -4,7 +4,7 @@
  * makes them cooperative (COOP-p2p).
  *
  * GET_ZCOPY (the receiver of a UCP rendezvous reads the sender's buffer):
- * from UCX_COOP_COOP_MIN on, when our buffer is registered with this md,
+ * from UCX_COOP_HYBRID_MIN on, when our buffer is registered with this md,
  * the reader takes a work slot split at the COOP-load share, tells the
  * writer (HELP: slot, length, both regions) and starts its copy job; the
  * writer's progress - this file's message handler, run by its interface's
@@ -189,7 +189,7 @@ static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
 			       .src_off = p->offset };
 	size_t share;
 
-	if (p->len < iface->coop_min || m == UCT_MEM_HANDLE_NULL ||
+	if (p->len < iface->hybrid_min || m == UCT_MEM_HANDLE_NULL ||
 	    !m->length || coop_xfer_split(ctx, p->peer, p->len, &share) ||
 	    share >= p->len)
 		return;

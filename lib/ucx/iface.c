@@ -41,10 +41,17 @@ static ucs_config_field_t uct_coop_iface_config_table[] = {
 	 ucs_offsetof(uct_coop_iface_config_t, super),
 	 UCS_CONFIG_TYPE_TABLE(uct_sm_iface_config_table)},
 
-	{"COOP_MIN", "256k",
+	/* the old name of HYBRID_MIN, read first so that the new one wins */
+	{"COOP_MIN", NULL, NULL,
+	 ucs_offsetof(uct_coop_iface_config_t, hybrid_min),
+	 UCS_CONFIG_TYPE_MEMUNITS},
+
+	{"HYBRID_MIN", "256k",
 	 "Smaller GET_ZCOPY operations are copied by the reader alone; from\n"
-	 "this size on the writer helps (COOP-p2p, split by the load counters).",
-	 ucs_offsetof(uct_coop_iface_config_t, coop_min),
+	 "this size on the writer helps (COOP-p2p, split by the load counters),\n"
+	 "as libcoopmpi's COOP_HYBRID_MIN.  Its old name, UCX_COOP_COOP_MIN,\n"
+	 "still sets it, with a warning.",
+	 ucs_offsetof(uct_coop_iface_config_t, hybrid_min),
 	 UCS_CONFIG_TYPE_MEMUNITS},
 
 	{"PUT", "auto",
@@ -335,6 +342,18 @@ static ucs_status_t check_am_alignment(const uct_iface_params_t *params,
 	return UCS_OK;
 }
 
+/* An old setting name still works; once per process, say its new one. */
+static void warn_old_names(void)
+{
+	static int warned;
+
+	if (!warned && getenv("UCX_COOP_COOP_MIN")) {
+		ucs_warn("coop: UCX_COOP_COOP_MIN is now UCX_COOP_HYBRID_MIN "
+			 "(the new name wins when both are set)");
+		warned = 1;
+	}
+}
+
 static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 			   const uct_iface_params_t *params,
 			   const uct_iface_config_t *tl_config)
@@ -357,7 +376,8 @@ static UCS_CLASS_INIT_FUNC(uct_coop_iface_t, uct_md_h md, uct_worker_h worker,
 	}
 	self->md = cmd;
 	self->id = (uint8_t)id;
-	self->coop_min = cfg->coop_min;
+	self->hybrid_min = cfg->hybrid_min;
+	warn_old_names();
 	self->put = (uct_coop_put_mode_t)cfg->put;
 	self->dma_min = cfg->dma_min;
 	/* asked at the first put that may use it */

@@ -64,6 +64,16 @@ else
 	nok "another UCX version: coop not registered, the error says why" "$tmp/shim"
 fi
 
+# The transport's old setting name still sets its value, with a warning.
+LD_PRELOAD=$module UCX_COOP_COOP_MIN=1m ucx_info -c >"$tmp/alias" 2>&1
+LD_PRELOAD=$module UCX_COOP_COOP_MIN=1m ucx_info -d >>"$tmp/alias" 2>&1
+if grep -q '^UCX_COOP_HYBRID_MIN=1M$' "$tmp/alias" &&
+	[ "$(grep -c 'UCX_COOP_COOP_MIN is now UCX_COOP_HYBRID_MIN' "$tmp/alias")" = 1 ]; then
+	ok "UCX_COOP_COOP_MIN sets UCX_COOP_HYBRID_MIN, one warning"
+else
+	nok "UCX_COOP_COOP_MIN sets UCX_COOP_HYBRID_MIN, one warning" "$tmp/alias"
+fi
+
 # 2. Unmodified MPI programs through coop, data checked; the rendezvous
 #    lane of the tag protocol is coop.  Open MPI: the wrapper's default
 #    (ob1, vader for messages, btl uct reading the rendezvous through
