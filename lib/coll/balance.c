@@ -16,7 +16,7 @@
  * messages off the busiest rank, so trees of several levels form
  * (Figure 4's hot spot becomes a scatter tree).  Only blocks of at most
  * COOP_NEIGHBOR_TREE_MAX bytes are moved (forwarding costs bandwidth);
- * t and ceil(L/o) are COOP_NEIGHBOR_TREE_T and COOP_NEIGHBOR_TREE_LO.
+ * t and ceil(L/o) are COOP_NEIGHBOR_TREE_SLACK and _HOP_SENDS.
  * Every rank computes the same moves from the same graph.
  */
 #include <stdlib.h>
@@ -174,7 +174,7 @@ int coop_nbr_balance(const struct coop_graph *g, enum coop_nbr_op op,
 		     uint64_t block, struct nbr_balance *b,
 		     const struct coop_config *cfg)
 {
-	struct bal s = { g, op, b, NULL, cfg->nbr_tree_t, cfg->nbr_tree_lo };
+	struct bal s = { g, op, b, NULL, cfg->nbr_tree_slack, cfg->nbr_tree_hop_sends };
 	uint32_t x, *moved, rounds;
 	long n, total = 0;
 

@@ -225,12 +225,12 @@ static const struct cfg_entry table[] = {
 	  "COOP_NEIGHBOR_TREE_MAX when a rank of the topology counts more "
 	  "ranks than CPUs: a forward is one more rank to be scheduled "
 	  "before the message arrives (0: no balancing there)" },
-	{ "COOP_NEIGHBOR_TREE_T", CFG_UINT, FIELD(nbr_tree_t), "2", 0, 1024,
-	  NULL, CFG_AGREE,
+	{ "COOP_NEIGHBOR_TREE_SLACK", CFG_UINT, FIELD(nbr_tree_slack), "2", 0,
+	  1024, NULL, CFG_AGREE,
 	  "tree balancing: stop when the busiest and the idlest rank's "
 	  "sends differ by at most this (the paper's t)" },
-	{ "COOP_NEIGHBOR_TREE_LO", CFG_UINT, FIELD(nbr_tree_lo), "1", 0, 1024,
-	  NULL, CFG_AGREE,
+	{ "COOP_NEIGHBOR_TREE_HOP_SENDS", CFG_UINT, FIELD(nbr_tree_hop_sends),
+	  "1", 0, 1024, NULL, CFG_AGREE,
 	  "tree balancing: ceil(L/o), the messages a sender sends itself "
 	  "while a forwarder's copy is on its way" },
 	{ "COOP_NEIGHBOR_EAGER_MAX", CFG_SIZE, FIELD(nbr_eager_max), "8k",
@@ -368,7 +368,8 @@ static const char *const others[] = {
  * (the library is 0.1.0 now) with a warning that names the new one, then
  * removed.  The new name wins when both are set.  Time settings name
  * their unit (_US, _MS, _S); COOP_COOP_MIN is COOP_HYBRID_MIN, as the UCX
- * transport's UCX_COOP_COOP_MIN is UCX_COOP_HYBRID_MIN (lib/ucx/iface.c).
+ * transport's UCX_COOP_COOP_MIN is UCX_COOP_HYBRID_MIN (lib/ucx/iface.c);
+ * the neighbour trees' paper symbols t and ceil(L/o) say what they are.
  */
 static const struct cfg_alias {
 	const char *old, *name;
@@ -377,6 +378,8 @@ static const struct cfg_alias {
 	{ "COOP_LOAD_HISTORY", "COOP_LOAD_HISTORY_MS" },
 	{ "COOP_LOAD_BUSY", "COOP_LOAD_BUSY_MS" },
 	{ "COOP_BOOT_TIMEOUT", "COOP_BOOT_TIMEOUT_S" },
+	{ "COOP_NEIGHBOR_TREE_T", "COOP_NEIGHBOR_TREE_SLACK" },
+	{ "COOP_NEIGHBOR_TREE_LO", "COOP_NEIGHBOR_TREE_HOP_SENDS" },
 };
 
 #define NENTRIES (sizeof(table) / sizeof(table[0]))

@@ -61,8 +61,8 @@ struct coop_config {
 	size_t postcopy_bytes;	/* COOP_POSTCOPY_BYTES */
 	size_t nbr_tree_max;	/* COOP_NEIGHBOR_TREE_MAX */
 	size_t nbr_tree_shared;	/* COOP_NEIGHBOR_TREE_SHARED */
-	unsigned nbr_tree_t;	/* COOP_NEIGHBOR_TREE_T */
-	unsigned nbr_tree_lo;	/* COOP_NEIGHBOR_TREE_LO */
+	unsigned nbr_tree_slack;	/* COOP_NEIGHBOR_TREE_SLACK */
+	unsigned nbr_tree_hop_sends;	/* COOP_NEIGHBOR_TREE_HOP_SENDS */
 	int nbr_order;		/* COOP_NEIGHBOR_ORDER: 1 colour rounds, 0 list */
 	size_t nbr_eager_max;	/* COOP_NEIGHBOR_EAGER_MAX */
 	size_t nbr_eager_shared;	/* COOP_NEIGHBOR_EAGER_SHARED */
