@@ -44,18 +44,18 @@ fields_matcher() {
 	echo "member(hasAnyName(${q[*]}))"
 }
 
-# the matcher of writes to STRUCT's FIELDS, bound to "w": the written
+# the matcher of writes to STRUCT's FIELDS, bound to NAME: the written
 # lvalue is such a member, or a part of one (r->rndv.u.coop.split) - a
 # member of STRUCT anywhere in it (also in an index: a false alarm to
 # rewrite, not to list)
 write_matcher() {
-	local s=$1 fields
-	shift
+	local name=$1 s=$2 fields
+	shift 2
 	fields=$(fields_matcher "$@")
 	local obj="hasObjectExpression(anyOf(hasType(pointsTo(recordDecl(hasName(\"$s\")))), hasType(recordDecl(hasName(\"$s\")))))"
 	local m="memberExpr($obj, $fields)"
 	local lv="ignoringParenImpCasts(anyOf($m, hasDescendant($m)))"
-	echo "match stmt(anyOf(binaryOperator(isAssignmentOperator(), hasLHS($lv)), unaryOperator(hasAnyOperatorName(\"++\", \"--\"), hasUnaryOperand($lv)))).bind(\"w\")"
+	echo "match stmt(anyOf(binaryOperator(isAssignmentOperator(), hasLHS($lv)), unaryOperator(hasAnyOperatorName(\"++\", \"--\"), hasUnaryOperand($lv)))).bind(\"$name\")"
 }
 
 # FILE:LINE:COL of a write: the lvalue it writes (the member chain that
@@ -79,23 +79,27 @@ for layer in "${layers[@]}"; do
 	srcs=("$libdir/$layer"/*.c)
 	shopt -u nullglob
 	((${#srcs[@]})) || continue
-	for entry in "${owners[@]}"; do
-		read -r s owner fields <<<"$entry"
+	# one parse of the layer's files: a matcher per foreign owner entry,
+	# each bound to the entry's index
+	cmds=()
+	for i in "${!owners[@]}"; do
+		read -r s owner fields <<<"${owners[i]}"
 		[[ $owner == "$layer" ]] && continue
 		# shellcheck disable=SC2086 # fields: words
-		matcher=$(write_matcher "$s" $fields)
-		out=$("$query" -c "set output diag" -c "$matcher" "${srcs[@]}" \
-			-- -std=c11 -D_GNU_SOURCE \
-			-I"$libdir/../include" "${incs[@]}" 2>&1) ||
-			die "clang-query failed on $layer/: $(head -3 <<<"$out")"
-		grep -q 'error:' <<<"$out" &&
-			die "clang-query cannot parse $layer/: $(grep -m3 'error:' <<<"$out")"
-		while read -r where; do
-			echo "foreign write: ${where#"$libdir"/}: $(lvalue_at "$where") (struct $s's, owned by $owner/)"
-			bad=1
-		done < <(grep -o "^[^ ]*: note: \"w\" binds here" <<<"$out" |
-			sed 's/: note: "w" binds here$//' | sort -u)
+		cmds+=(-c "$(write_matcher "w$i" "$s" $fields)")
 	done
+	out=$("$query" -c "set output diag" "${cmds[@]}" "${srcs[@]}" \
+		-- -std=c11 -D_GNU_SOURCE \
+		-I"$libdir/../include" "${incs[@]}" 2>&1) ||
+		die "clang-query failed on $layer/: $(head -3 <<<"$out")"
+	grep -q 'error:' <<<"$out" &&
+		die "clang-query cannot parse $layer/: $(grep -m3 'error:' <<<"$out")"
+	while read -r where i; do
+		read -r s owner _ <<<"${owners[i]}"
+		echo "foreign write: ${where#"$libdir"/}: $(lvalue_at "$where") (struct $s's, owned by $owner/)"
+		bad=1
+	done < <(sed -n 's/^\([^ ]*\): note: "w\([0-9]*\)" binds here$/\1 \2/p' <<<"$out" |
+		sort -u)
 done
 ((bad)) && exit 1
 echo "field check: ${#layers[@]} layers, ${#owners[@]} owner entries, no foreign writes"
