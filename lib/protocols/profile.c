@@ -514,7 +514,7 @@ static const struct coop_observer_ops profile_observer = {
 	.phase = set_phase,
 };
 
-int coop_profile_init(struct coop_context *ctx)
+int coop_proto_observer_init(struct coop_context *ctx)
 {
 	struct coop_proto_state *ps = ctx->proto;
 	struct coop_profile *pf;
@@ -535,7 +535,7 @@ int coop_profile_init(struct coop_context *ctx)
 	return COOP_SUCCESS;
 }
 
-void coop_profile_fini(struct coop_context *ctx)
+void coop_proto_observer_fini(struct coop_context *ctx)
 {
 	struct coop_proto_state *ps = ctx->proto;
 	int i;

@@ -41,7 +41,7 @@ int coop_proto_layer_init(struct coop_context *ctx)
 	coop_staged_register(ctx);
 	coop_dma_init(ctx);
 	/* profile.c first: it sizes the staging files' notes */
-	if (coop_profile_init(ctx))
+	if (coop_proto_observer_init(ctx))
 		return COOP_ERR_NOMEM;
 	return coop_staged_init(ctx);
 }
@@ -53,7 +53,7 @@ void coop_proto_layer_fini(struct coop_context *ctx)
 	if (!ps)
 		return;
 	coop_dma_fini(ctx);
-	coop_profile_fini(ctx);
+	coop_proto_observer_fini(ctx);
 	coop_staged_fini(ctx);
 	coop_pool_destroy(&ps->msgs);
 	free(ps);

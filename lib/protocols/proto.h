@@ -227,11 +227,12 @@ COOP_HIDDEN int coop_staged_send(struct coop_context *ctx,
 COOP_HIDDEN unsigned char *coop_staged_notes(struct coop_context *ctx,
 					     int rank);
 
-/* profile.c: [Marathe]'s profile-guided selection (COOP_RNDV=profile).
- * When the settings profile, init sets ctx->proto's profile fields
- * (before coop_staged_init, which reads stage_notes_bytes) and
- * registers the core's observer; fini undoes both. */
-COOP_HIDDEN int coop_profile_init(struct coop_context *ctx);
-COOP_HIDDEN void coop_profile_fini(struct coop_context *ctx);
+/* The protocol layer's observer of the application's calls, profile.c:
+ * [Marathe]'s profile-guided selection (COOP_RNDV=profile).  When the
+ * settings profile, init sets ctx->proto's profile fields (before
+ * coop_staged_init, which reads stage_notes_bytes) and registers with
+ * the core as its observer; fini undoes both. */
+COOP_HIDDEN int coop_proto_observer_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_proto_observer_fini(struct coop_context *ctx);
 
 #endif
