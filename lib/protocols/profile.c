@@ -258,8 +258,9 @@ static struct prof_rec *rec_of(struct coop_profile *pf,
 	if (r->pobj.index >= pf->nrecs)
 		return NULL;
 	rec = &pf->recs[r->pobj.index];
-	return rec->req == r && rec->gen == r->pobj.gen && rec->msg ? rec :
-									NULL;
+	if (rec->req != r || rec->gen != r->pobj.gen || !rec->msg)
+		return NULL;	/* another request's, or r's last start's */
+	return rec;
 }
 
 /* A new record for pooled r, NULL when out of memory. */
