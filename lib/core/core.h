@@ -519,6 +519,13 @@ static inline void coop_leave(struct coop_context *ctx)
 		return locked_rc_;					\
 	} while (0)
 
+/* The one request of every send done at once (ctx->done_req): complete,
+ * never freed. */
+static inline int coop_req_is_static(const struct coop_request *r)
+{
+	return r == &r->ctx->done_req;
+}
+
 /* Does r's size call for a rendezvous (beyond COOP_EAGER_MAX, or a
  * single-copy message)?  Messages that fit a packet go eagerly anyway. */
 static inline int coop_req_rndv_sized(const struct coop_context *ctx,
@@ -579,13 +586,6 @@ coop_proto_ops(const struct coop_context *ctx, unsigned p)
 /* ---------------- the observer ---------------- */
 
 /* One observer at a time: the last registration wins. */
-/* The one request of every send done at once (ctx->done_req): complete,
- * never freed. */
-static inline int coop_req_is_static(const struct coop_request *r)
-{
-	return r == &r->ctx->done_req;
-}
-
 static inline void coop_observer_register(struct coop_context *ctx,
 					  const struct coop_observer_ops *ops)
 {
