@@ -6,7 +6,8 @@
  * mpicc.openmpi, mpi_peer.mpich with mpicc.mpich):
  *
  *   mpirun -np N bench/bin/mpi_peer.X -t lat|bw|bibw|ring|alltoall
- *                  [-i iters] [-r repeats] [-w window] [-V] [sizes...]
+ *                  [-i iters | -b bytes] [-r repeats] [-w window] [-V]
+ *                  [sizes...]
  *
  *   lat   osu_latency: ping-pong with MPI_Send/MPI_Recv, one-way latency
  *         (round trip / 2) in us          (= bench/pingpong)
@@ -23,9 +24,14 @@
  * their MB/s over the time of the slowest rank (every rank must have
  * received all its data).
  * Same iteration counts, warm-up and repeats as the libcoopmpi programs;
- * prints "size value" per size (the median over repeats).  -V first
+ * prints "size value" per size (the median over repeats).  -b BYTES (64k,
+ * 256m, ...) sets the iterations of each size instead, so that a rank
+ * sends about BYTES a repeat: a small message's repeat then lasts as long
+ * as a large one's, and is as far above the clock's and the scheduler's
+ * noise.  -V first
  * prints "# " and the first line of MPI_Get_library_version().
  */
+#include <limits.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -170,7 +176,7 @@ static double run_exchange(int rank, int nranks, char *sbuf, char *rbuf,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw|ring|alltoall [-i iters] [-r repeats] [-w window] [-V] [sizes...]\n");
+	fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw|ring|alltoall [-i iters | -b bytes] [-r repeats] [-w window] [-V] [sizes...]\n");
 	MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -211,6 +217,17 @@ static int default_iters(enum test t, int size)
 	return per_range[t][size <= 65536 ? 0 : size <= 1048576 ? 1 : 2];
 }
 
+/* iterations for a rank to send about budget bytes, at least one */
+static int budget_iters(enum test t, size_t size, int win, int nranks,
+			size_t budget)
+{
+	size_t per_iter = size * (t == T_ALLTOALL ? (size_t)nranks - 1 :
+				  t == T_BW || t == T_BIBW ? (size_t)win : 1);
+	size_t it = budget / (per_iter ? per_iter : 1);
+
+	return it < 1 ? 1 : it > INT_MAX ? INT_MAX : (int)it;
+}
+
 static double run_one(enum test t, int rank, int nranks, char *sbuf,
 		      char *rbuf, int size, int it, int win)
 {
@@ -227,11 +244,12 @@ int main(int argc, char **argv)
 	size_t sizes[OU_MAX_SIZES];
 	int rank, nranks, n, s, r, opt, iters = 0, reps = 0, win = 64;
 	int version = 0;
+	size_t budget = 0;
 	enum test t = T_LAT;
 	double v[OU_MAX_REPS];
 
 	check(MPI_Init(&argc, &argv), "MPI_Init");
-	while ((opt = getopt(argc, argv, "t:i:r:w:V")) != -1) {
+	while ((opt = getopt(argc, argv, "t:i:b:r:w:V")) != -1) {
 		switch (opt) {
 		case 't':
 			if (!parse_test(optarg, &t))
@@ -239,6 +257,11 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			iters = atoi(optarg);
+			break;
+		case 'b':
+			budget = ou_parse_size(optarg);
+			if (!budget)
+				usage();
 			break;
 		case 'r':
 			reps = atoi(optarg);
@@ -281,7 +304,10 @@ int main(int argc, char **argv)
 		int size = (int)checked_size(sizes[s]);
 		size_t len = sizes[s] * (t == T_ALLTOALL ? (size_t)nranks : 1);
 		char *sbuf = ou_alloc(len), *rbuf = ou_alloc(len);
-		int it = iters ? iters : default_iters(t, size);
+		int it = iters ? iters :
+			 budget ? budget_iters(t, sizes[s], win, nranks,
+						 budget) :
+			 default_iters(t, size);
 
 		for (r = 0; r < reps; r++)
 			v[r] = run_one(t, rank, nranks, sbuf, rbuf, size, it,

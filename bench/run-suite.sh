@@ -42,6 +42,7 @@
 #   BENCH_VM=0         skip the VM stage (full, smoke; patterns: 1 adds it)
 #   BENCH_PEERS=0      skip Open MPI, MPICH and ucx_perftest
 #   BENCH_ROUNDS=N     quick mode rounds (default 7)
+#   BENCH_EXCHANGE_ROUNDS=N  quick mode rounds of the exchanges (default 15)
 #   BENCH_FULL_ROUNDS=N  full mode rounds (default 3)
 #   BENCH_PATTERN_ROUNDS=N  patterns mode rounds (default 15)
 #   BENCH_WAIT_MAX=S   before measuring (full, quick), wait up to S seconds
@@ -363,33 +364,41 @@ plan_full_exchange() {
 	done < <(exchange_peers)
 }
 
+# plan_quick_lines: one quick round's runs but the exchanges, appended to
+# the caller's names and lines
+plan_quick_lines() {
+	local m
+	names+=(q-lat-coop) lines+=("latency coopmpi-auto 8 coop auto bench/pingpong -r 5 -i 10000 8")
+	((have_ompi)) && names+=(q-lat-ompi) lines+=("latency openmpi 8 ompi -t lat -r 5 -i 10000 8")
+	names+=(q-bw-coop) lines+=("bw coopmpi-coop 1048576,4194304 coop coop bench/bw -r 3 -i 10 1048576 4194304")
+	names+=(q-bw-rget) lines+=("bw coopmpi-rget 1048576,4194304 coop rget bench/bw -r 3 -i 10 1048576 4194304")
+	((have_ompi)) && names+=(q-bw-ompi) lines+=("bw openmpi 1048576,4194304 ompi -t bw -r 3 -i 10 1048576 4194304")
+	((have_mpich)) && names+=(q-bw-mpich) lines+=("bw mpich 1048576,4194304 mpich -t bw -r 3 -i 10 1048576 4194304")
+	if ((have_coop_ucx)); then
+		((have_ompi)) && names+=(q-bw-ompi-coop) lines+=("bw openmpi-ucxcoop 4194304 ompi_coop -t bw -r 3 -i 10 4194304")
+		((have_mpich)) && names+=(q-bw-mpich-coop) lines+=("bw mpich-ucxcoop 4194304 mpich_coop -t bw -r 3 -i 10 4194304")
+		((have_mpich)) && names+=(q-lat-mpich q-lat-mpich-coop) lines+=("latency mpich 8 mpich -t lat -r 5 -i 10000 8" "latency mpich-ucxcoop 8 mpich_coop -t lat -r 5 -i 10000 8")
+		((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx q-lat-ompi-coop-pml) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8" "latency openmpi-ucxcoop-pml 8 ompi_coop_pml_ucx -t lat -r 5 -i 10000 8")
+	fi
+	names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
+	# progress modes: RGET's receiver computing, 8 B latency
+	for m in manual thread thread-sleep thread-peercpu; do
+		names+=("q-ovl-rget-$m") lines+=("overlap_progress coopmpi-rget-$m 4194304 coop rget bench/bin/overlap -p ${m%-peercpu}$([[ $m == *-peercpu ]] && echo " -c peer") -r 3 -i 10 4194304")
+	done
+	names+=(q-lat-thread q-lat-thread-sleep)
+	lines+=("latency_progress coopmpi-auto-thread 8 coopp thread auto bench/pingpong -r 5 -i 2000 8"
+		"latency_progress coopmpi-auto-thread-sleep 8 coopp thread-sleep auto bench/pingpong -r 5 -i 2000 8")
+}
+
 plan_quick() {
-	local r rounds=${BENCH_ROUNDS:-7} i m
+	local r rounds=${BENCH_ROUNDS:-7} xrounds=${BENCH_EXCHANGE_ROUNDS:-15} i
 	local -a names=() lines=()
 	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=7
-	for ((r = 1; r <= rounds; r++)); do
+	[[ $xrounds =~ ^[1-9][0-9]*$ ]] || xrounds=15
+	for ((r = 1; r <= (rounds > xrounds ? rounds : xrounds); r++)); do
 		names=() lines=()
-		names+=(q-lat-coop) lines+=("latency coopmpi-auto 8 coop auto bench/pingpong -r 5 -i 10000 8")
-		((have_ompi)) && names+=(q-lat-ompi) lines+=("latency openmpi 8 ompi -t lat -r 5 -i 10000 8")
-		names+=(q-bw-coop) lines+=("bw coopmpi-coop 1048576,4194304 coop coop bench/bw -r 3 -i 10 1048576 4194304")
-		names+=(q-bw-rget) lines+=("bw coopmpi-rget 1048576,4194304 coop rget bench/bw -r 3 -i 10 1048576 4194304")
-		((have_ompi)) && names+=(q-bw-ompi) lines+=("bw openmpi 1048576,4194304 ompi -t bw -r 3 -i 10 1048576 4194304")
-		((have_mpich)) && names+=(q-bw-mpich) lines+=("bw mpich 1048576,4194304 mpich -t bw -r 3 -i 10 1048576 4194304")
-		if ((have_coop_ucx)); then
-			((have_ompi)) && names+=(q-bw-ompi-coop) lines+=("bw openmpi-ucxcoop 4194304 ompi_coop -t bw -r 3 -i 10 4194304")
-			((have_mpich)) && names+=(q-bw-mpich-coop) lines+=("bw mpich-ucxcoop 4194304 mpich_coop -t bw -r 3 -i 10 4194304")
-			((have_mpich)) && names+=(q-lat-mpich q-lat-mpich-coop) lines+=("latency mpich 8 mpich -t lat -r 5 -i 10000 8" "latency mpich-ucxcoop 8 mpich_coop -t lat -r 5 -i 10000 8")
-			((have_ompi)) && names+=(q-lat-ompi-coop q-lat-ompi-ucx q-lat-ompi-coop-pml) lines+=("latency openmpi-ucxcoop 8 ompi_coop -t lat -r 5 -i 10000 8" "latency openmpi-ucx 8 ompi_ucx -t lat -r 5 -i 10000 8" "latency openmpi-ucxcoop-pml 8 ompi_coop_pml_ucx -t lat -r 5 -i 10000 8")
-		fi
-		((have_coop_ucx)) && plan_quick_exchange
-		names+=(q-memcpy2) lines+=("limits memcpy-2T 1048576 bench/bin/limits -m memcpy2 -r 5 1048576")
-		# progress modes: RGET's receiver computing, 8 B latency
-		for m in manual thread thread-sleep thread-peercpu; do
-			names+=("q-ovl-rget-$m") lines+=("overlap_progress coopmpi-rget-$m 4194304 coop rget bench/bin/overlap -p ${m%-peercpu}$([[ $m == *-peercpu ]] && echo " -c peer") -r 3 -i 10 4194304")
-		done
-		names+=(q-lat-thread q-lat-thread-sleep)
-		lines+=("latency_progress coopmpi-auto-thread 8 coopp thread auto bench/pingpong -r 5 -i 2000 8"
-			"latency_progress coopmpi-auto-thread-sleep 8 coopp thread-sleep auto bench/pingpong -r 5 -i 2000 8")
+		((r <= rounds)) && plan_quick_lines
+		((r <= xrounds && have_coop_ucx)) && plan_quick_exchange
 		# every other round in reverse order: order effects cancel too
 		for ((i = 0; i < ${#names[@]}; i++)); do
 			local k=$i
@@ -406,16 +415,23 @@ plan_quick() {
 
 # plan_quick_exchange: plan_quick's bibw and ring runs, each MPI's
 # default and the same through coop (wrapper default), appended to its
-# names and lines
+# names and lines.  Each default runs twice a round (series NAME and
+# NAME-again): the default against itself is the noise floor the coop
+# ratios are read against.  Every size sends about 64 MiB a rank and
+# repeat (-b), so 64 KiB is measured as long as 16 MiB.
 plan_quick_exchange() {
 	# the sizes of the keys (bench/lib/report.sh), comma-separated
-	local z=${exchange_sizes// /,} series runner t opts
+	local z=${exchange_sizes// /,} series runner t opts again s
 	while read -r series runner; do
 		[[ $series == *-pml ]] && continue
+		again=
+		[[ $series == *-* ]] || again=$series-again
 		for t in bibw ring; do
-			opts="-t $t -r 3"
-			[[ $t == bibw ]] && opts+=" -w 16 -i 4"
-			names+=("q-$t-$series") lines+=("$t $series $z $runner $opts ${z//,/ }")
+			opts="-t $t -r 3 -b 64m"
+			[[ $t == bibw ]] && opts+=" -w 16"
+			for s in $series $again; do
+				names+=("q-$t-$s") lines+=("$t $s $z $runner $opts ${z//,/ }")
+			done
 		done
 	done < <(exchange_peers)
 }

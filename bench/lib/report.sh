@@ -664,7 +664,7 @@ keys_quick() {
 	{
 		echo "# coopmpi quick benchmark"
 		echo
-		echo "$(machine); \`bench/run-suite.sh quick\`, ${BENCH_ROUNDS:-7} interleaved rounds, medians."
+		echo "$(machine); \`bench/run-suite.sh quick\`, ${BENCH_ROUNDS:-7} interleaved rounds (the exchanges ${BENCH_EXCHANGE_ROUNDS:-15}), medians."
 		print_notes
 		echo
 		echo '```'
@@ -707,6 +707,10 @@ print_keys() {
 		echo "ompi_bibw_min_vs_default=$(min_ratio bibw openmpi-ucxcoop bibw openmpi $exchange_sizes)"
 		echo "mpich_ring_min_vs_default=$(min_ratio ring mpich-ucxcoop ring mpich $exchange_sizes)"
 		echo "ompi_ring_min_vs_default=$(min_ratio ring openmpi-ucxcoop ring openmpi $exchange_sizes)"
+		echo "mpich_bibw_min_default_vs_itself=$(min_ratio bibw mpich-again bibw mpich $exchange_sizes)"
+		echo "ompi_bibw_min_default_vs_itself=$(min_ratio bibw openmpi-again bibw openmpi $exchange_sizes)"
+		echo "mpich_ring_min_default_vs_itself=$(min_ratio ring mpich-again ring mpich $exchange_sizes)"
+		echo "ompi_ring_min_default_vs_itself=$(min_ratio ring openmpi-again ring openmpi $exchange_sizes)"
 	}
 	echo "overlap_manual_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-manual $F 2)"
 	echo "overlap_thread_rget_recv_4MiB=$(med overlap_progress coopmpi-rget-thread $F 2)"
