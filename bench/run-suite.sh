@@ -539,10 +539,12 @@ plan_smoke_peers() {
 		fi
 		if ((have_coop_ucx && have_ompi)); then
 			add openmpi-coop-bw bw openmpi-ucxcoop 1 "$t" 1 ompi_coop -t bw -i 2 -r 1 -w 4 $t
+			add openmpi-coop-ring ring openmpi-ucxcoop 1 "$t" 1 ompi_coop -t ring -b 1m -r 1 $t
 		fi
 		if ((have_coop_ucx && have_mpich)); then
 			add mpich-coop-lat latency mpich-ucxcoop 1 "$t" 1 mpich_coop -V -t lat -i 4 -r 1 $t
 			add mpich-coop-bw bw mpich-ucxcoop 1 "$t" 1 mpich_coop -t bw -i 2 -r 1 -w 4 $t
+			add mpich-coop-ring ring mpich-ucxcoop 1 "$t" 1 mpich_coop -t ring -b 1m -r 1 $t
 		fi
 		if ((have_mpich)); then
 			add mpich-lat latency mpich 1 "$t" 1 mpich -V -t lat -i 4 -r 1 $t
