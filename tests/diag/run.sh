@@ -121,18 +121,6 @@ wrapper() {
 	else
 		nok "wrapper: ... and gets coopmpi's settings in its environment" "$tmp/other"
 	fi
-	# UCP's rendezvous from UCX_COOP_HYBRID_MIN on, unless the user
-	# chose, or an HCA's rc would share the threshold
-	PATH=$tmp/bin:$PATH UCX_RNDV_THRESH=32k $run launch env >"$tmp/other.user" 2>&1
-	has "$tmp/other.user" '^UCX_RNDV_THRESH=32k$' "wrapper: a UCX_RNDV_THRESH of the user's stays"
-	if compgen -G '/sys/class/infiniband/*' >/dev/null; then
-		hasnt "$tmp/other" '^UCX_RNDV_THRESH=' "wrapper: no UCX_RNDV_THRESH on a node with an HCA"
-	else
-		has "$tmp/other" '^UCX_RNDV_THRESH=256k$' \
-			"wrapper: UCX_RNDV_THRESH at UCX_COOP_HYBRID_MIN's default"
-		PATH=$tmp/bin:$PATH UCX_COOP_HYBRID_MIN=1m $run launch env >"$tmp/other.hyb" 2>&1
-		has "$tmp/other.hyb" '^UCX_RNDV_THRESH=1m$' "wrapper: ... and follows UCX_COOP_HYBRID_MIN"
-	fi
 	ln -s "$tmp/bin/launch" "$tmp/bin/srun"
 	PATH=$tmp/bin:$PATH $run srun --export=NONE true >"$tmp/srun" 2>&1
 	has "$tmp/srun" 'export=NONE keeps coopmpi.s settings from the ranks' \

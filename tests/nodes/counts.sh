@@ -14,7 +14,11 @@ coop_bytes() {
 intra_copied() {
 	local intra inter
 	intra=$(pairs_bytes "$5" "$2" intra) inter=$(pairs_bytes "$5" "$2" inter)
-	# coop's connection probes read a few bytes; a rendezvous >= 256 KiB
+	# Open MPI's ob1 under the wrapper reads messages under 256 KiB with
+	# vader's CMA (pml_ob1_use_all_rdma_min): mpi_pairs' 64 KiB + 13 of
+	# each pair (of 65549 + 1 MiB + 4 MiB + 7 + 16 MiB) is not coop's
+	[[ $1 == *ob1* ]] && intra=$((intra - intra / 22085652 * 65549))
+	# coop's connection probes read a few bytes; a rendezvous >= 64 KiB
 	if (($4 >= intra && $4 < intra + 65536)); then
 		ok "$1: $2: $3 copied its intra-node rendezvous bytes ($4 of $intra) and no inter-node ones"
 	else

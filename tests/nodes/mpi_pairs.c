@@ -19,10 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Both MPIs through scripts/coopmpi-run read these through coop (UCP
- * from UCX_RNDV_THRESH, Open MPI's ob1 from pml_ob1_use_all_rdma_min);
- * the smaller go by their own paths. */
-#define RNDV_MIN (256 << 10)
+/* Both MPIs through coop send these by rendezvous, the smaller eagerly. */
+#define RNDV_MIN (64 << 10)
 
 static const size_t sizes[] = {
 	8, 4096, 65536 + 13, 1 << 20, (4 << 20) + 7, 16 << 20,
