@@ -173,6 +173,22 @@ static int collect(int n, pid_t *pids, int timeout_s,
 	return bad;
 }
 
+/* A failed run's ranks: a signal or a silent exit leaves no message of
+ * the rank's own (T_FAIL prints one before exiting). */
+static void report_fates(int n, const struct rank_result *res)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!res[i].exited)
+			fprintf(stderr, "harness: rank %d killed by signal %d (%s)\n",
+				i, res[i].signo, strsignal(res[i].signo));
+		else if (res[i].status)
+			fprintf(stderr, "harness: rank %d exited with %d\n", i,
+				res[i].status);
+	}
+}
+
 int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
 	      int timeout_s, struct rank_result *results)
 {
@@ -197,6 +213,8 @@ int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
 		}
 	}
 	bad = collect(n, pids, timeout_s * t_time_scale(), res);
+	if (bad && !results)	/* nobody else will look at the fates */
+		report_fates(n, res);
 	cleanup_shm();
 	return bad;
 }
