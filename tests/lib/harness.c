@@ -180,10 +180,10 @@ static void report_fates(int n, const struct rank_result *res)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (!res[i].exited)
+		if (res[i].signo)
 			fprintf(stderr, "harness: rank %d killed by signal %d (%s)\n",
 				i, res[i].signo, strsignal(res[i].signo));
-		else if (res[i].status)
+		else if (res[i].exited && res[i].status)
 			fprintf(stderr, "harness: rank %d exited with %d\n", i,
 				res[i].status);
 	}
@@ -192,7 +192,7 @@ static void report_fates(int n, const struct rank_result *res)
 int run_ranks(int n, const char *const *env, rank_fn fn, void *arg,
 	      int timeout_s, struct rank_result *results)
 {
-	struct rank_result local[64];
+	struct rank_result local[64] = { { 0 } };	/* an unreaped rank: no fate */
 	struct rank_result *res = results ? results : local;
 	pid_t pids[64];
 	int i, bad;
