@@ -418,7 +418,8 @@ plan_quick() {
 # names and lines.  Each default runs twice a round (series NAME and
 # NAME-again): the default against itself is the noise floor the coop
 # ratios are read against.  Every size sends about 64 MiB a rank and
-# repeat (-b), so 64 KiB is measured as long as 16 MiB.
+# repeat (-b; at least one iteration: bibw's window of 16 MiB messages
+# is 256 MiB), so 64 KiB is measured about as long as 4 MiB.
 plan_quick_exchange() {
 	# the sizes of the keys (bench/lib/report.sh), comma-separated
 	local z=${exchange_sizes// /,} series runner t opts again s
