@@ -122,7 +122,7 @@ build() {
 		tail -30 "$tmp/build.log" >&2
 		die "compiling $dir failed"
 	fi
-	nm -D --defined-only "$tmp/out/$lib" | grep -q " ${lib%.so}_component\$" ||
+	grep -q " ${lib%.so}_component\$" < <(nm -D --defined-only "$tmp/out/$lib") ||
 		die "$lib does not define ${lib%.so}_component"
 }
 echo "ompi-btl-uct: building mca_btl_uct.so and mca_pml_ob1.so (Open MPI $ompi_version, UCX $ucx_version) in $out" >&2

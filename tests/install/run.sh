@@ -51,8 +51,8 @@ fi
 read -ra flags <<<"$(pkg-config --cflags --libs coopmpi)"
 expect "an MPI-free program builds with pkg-config coopmpi only" "$tmp/cc" \
 	cc -O2 -Wall -Werror tests/install/hello.c "${flags[@]}" -o "$tmp/hello"
-if ldd "$tmp/hello" 2>/dev/null | grep -q "libcoopmpi.so.0 => not found" &&
-	LD_LIBRARY_PATH=$P/lib ldd "$tmp/hello" | grep -q "$P/lib/libcoopmpi.so.0"; then
+if grep -q "libcoopmpi.so.0 => not found" < <(ldd "$tmp/hello" 2>/dev/null) &&
+	grep -q "$P/lib/libcoopmpi.so.0" < <(LD_LIBRARY_PATH=$P/lib ldd "$tmp/hello"); then
 	ok "it links the installed libcoopmpi.so.0"
 else
 	nok "it links the installed libcoopmpi.so.0"

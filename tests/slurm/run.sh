@@ -65,7 +65,7 @@ export SLURM_CONF=$tmp/slurm.conf
 slurmctld -f "$SLURM_CONF" && slurmd -f "$SLURM_CONF" ||
 	{ echo "slurm: the daemons did not start"; exit 1; }
 for ((i = 0; i < 40; i++)); do
-	sinfo -h -o %T 2>/dev/null | grep -q idle && break
+	grep -q idle < <(sinfo -h -o %T 2>/dev/null) && break
 	sleep 0.5
 done
 expect "a one-node Slurm runs srun -n 2" "$tmp/hostname" srun -n 2 hostname
