@@ -29,18 +29,29 @@ trap 'rm -rf "$tmp"' EXIT
 . tests/ucx/report.sh
 # perf_pair LOG "SERVER_ENV" "CLIENT_ENV" ARGS...: ucx_perftest ARGS as
 # server and client through the module, each with its VAR=VALUE words;
-# the client's output in LOG (the server's in LOG.srv)
+# the client's output in LOG (the server's in LOG.srv).  The client
+# tries again while the server is not listening yet (seconds, in the
+# emulator under load), and the server ends with the pair: one left
+# waiting would take the next pair's client.
 perf_pair() {
-	local log=$1 server_env=$2 client_env=$3
+	local log=$1 server_env=$2 client_env=$3 server try
 	shift 3
 	# shellcheck disable=SC2086 # VAR=VALUE words
-	(env $server_env UCX_LOG_LEVEL=info timeout 60 "$env_run" \
-		ucx_perftest -p 13391 "$@" >"$log.srv" 2>&1 &)
-	sleep 1
-	# shellcheck disable=SC2086
-	env $client_env UCX_LOG_LEVEL=info timeout 60 "$env_run" \
-		ucx_perftest localhost -p 13391 "$@" >"$log" 2>&1
-	sleep 1		# the server's port free again
+	env $server_env UCX_LOG_LEVEL=info timeout 60 "$env_run" \
+		ucx_perftest -p 13391 "$@" >"$log.srv" 2>&1 &
+	server=$!
+	for ((try = 0; try < 30; try++)); do
+		sleep 1
+		# shellcheck disable=SC2086
+		env $client_env UCX_LOG_LEVEL=info timeout 60 "$env_run" \
+			ucx_perftest localhost -p 13391 "$@" >"$log" 2>&1
+		if ! grep -q 'Connection refused' "$log" ||
+			! kill -0 "$server" 2>/dev/null; then
+			break
+		fi
+	done
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
 }
 shm_files() { (cd /dev/shm && printf '%s\n' coopmpi-*) | grep -v '^coopmpi-\*$' | sort; }
 
