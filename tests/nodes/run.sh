@@ -42,7 +42,7 @@ trap 'tests/nodes/sim-nodes down "$nodes"; rm -rf "$nodes"' EXIT
 suite() {
 	tests/ucx/mpich-suite.sh --nodes "$nodes" --subset tests/ucx/mpich-quick.list \
 		"$@" >"$nodes/suite.log" 2>&1
-	grep -E '^(ok|FAIL) |^     \||^#' "$nodes/suite.log"
+	grep -aE '^(ok|FAIL) |^     \||^#' "$nodes/suite.log"
 	pass=$((pass + $(grep -c '^ok ' "$nodes/suite.log")))
 	fail=$((fail + $(grep -c '^FAIL ' "$nodes/suite.log")))
 }
