@@ -138,6 +138,20 @@ COOP_API int coop_xfer_start(coop_context_t *ctx,
 			     coop_request_t **req);
 
 /*
+ * coop_xfer_copy - copy p->len bytes between p->local and the peer's
+ * region now, in this call, by this side's CPU (as CMA's single copy
+ * does): no request, no work slot, nothing left to progress.  The copy
+ * counts in the load counters while it runs and in the statistics as a
+ * copy job.  For messages too small to be worth a cooperative split or
+ * a progress round; a long one holds the caller for its whole length.
+ * Returns COOP_SUCCESS, COOP_ERR_ARG (as coop_xfer_start, and
+ * COOP_XFER_ENGINE, COOP_XFER_STRIPE or a slot), COOP_ERR_RANK,
+ * COOP_ERR_STATE, COOP_ERR_PEER_DEAD, COOP_ERR_COPY (bad address or key;
+ * some bytes may have been copied).
+ */
+COOP_API int coop_xfer_copy(coop_context_t *ctx, const coop_xfer_params_t *p);
+
+/*
  * coop_xfer_engine - may this context's PUT jobs use COOP_XFER_ENGINE
  * and COOP_XFER_STRIPE?  The first call sets the provider's offload
  * engine up, whatever COOP_RNDV says: the coopmpi driver's DMA channel

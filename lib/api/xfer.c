@@ -146,6 +146,19 @@ static void xfer_done(struct coop_job *j)
 
 static const struct coop_job_ops xfer_ops = { .done = xfer_done };
 
+/* The copy job of p: its key copied to *key. */
+static void job_args(const coop_xfer_params_t *p, struct coop_rkey *key,
+		     struct coop_job_args *a)
+{
+	memcpy(key, &p->key, sizeof(*key));
+	a->kind = (p->flags & DIR_BITS) == COOP_XFER_GET ? JOB_READ : JOB_WRITE;
+	a->peer = p->peer;
+	a->local = p->local;
+	a->key = key;
+	a->roff = p->offset;
+	a->len = p->len;
+}
+
 static int xfer_start_locked(coop_context_t *ctx, const coop_xfer_params_t *p,
 			     coop_request_t **req)
 {
@@ -173,12 +186,7 @@ static int xfer_start_locked(coop_context_t *ctx, const coop_xfer_params_t *p,
 			coop_stripe_put(r, &key, p->offset);
 		return COOP_SUCCESS;
 	}
-	a.kind = (p->flags & DIR_BITS) == COOP_XFER_GET ? JOB_READ : JOB_WRITE;
-	a.peer = p->peer;
-	a.local = p->local;
-	a.key = &key;
-	a.roff = p->offset;
-	a.len = p->len;
+	job_args(p, &key, &a);
 	if (p->slot != COOP_XFER_NO_SLOT) {
 		a.shared = slot_of(ctx, p);
 		a.chunk = a.shared->chunk;
@@ -194,6 +202,29 @@ int coop_xfer_start(coop_context_t *ctx, const coop_xfer_params_t *p,
 		    coop_request_t **req)
 {
 	COOP_LOCKED(ctx, xfer_start_locked(ctx, p, req));
+}
+
+static int xfer_copy_locked(coop_context_t *ctx, const coop_xfer_params_t *p)
+{
+	struct coop_job_args a = { 0 };
+	struct coop_rkey key;
+	int rc;
+
+	/* the CPU copies it all, now */
+	if (p && ((p->flags & ENGINE_BITS) || p->slot != COOP_XFER_NO_SLOT))
+		return COOP_ERR_ARG;
+	rc = check_params(ctx, p);
+	if (rc)
+		return rc;
+	if (!p->len)
+		return COOP_SUCCESS;
+	job_args(p, &key, &a);
+	return coop_job_copy_now(ctx, &a);
+}
+
+int coop_xfer_copy(coop_context_t *ctx, const coop_xfer_params_t *p)
+{
+	COOP_LOCKED(ctx, xfer_copy_locked(ctx, p));
 }
 
 int coop_xfer_engine(coop_context_t *ctx, const char **name)

@@ -129,6 +129,12 @@ COOP_HIDDEN uint64_t coop_job_shared_chunk(const struct coop_context *ctx,
  * r->precharged). */
 COOP_HIDDEN void coop_job_start(struct coop_request *r,
 				const struct coop_job_args *a);
+/* A copy of a->len bytes (JOB_READ or JOB_WRITE, no work slot) by the
+ * caller, now and whole, without a request or the job list: counted in
+ * the load and the statistics as a job.  COOP_SUCCESS or the error of
+ * the chunk that failed. */
+COOP_HIDDEN int coop_job_copy_now(struct coop_context *ctx,
+				  const struct coop_job_args *a);
 /* One chunk of copy work: 1 if some job made progress.  Jobs that only
  * assist (help_only) take chunks when ctx->blocked and no job of ours
  * has work of its own. */

@@ -68,13 +68,24 @@ static uint64_t job_share(const struct coop_job *j)
 	return j->side ? j->len - j->shared->split : j->shared->split;
 }
 
-void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
+/* A job begins: it counts in our pending load (its bytes, unless the
+ * request charged them before) and, if it is our own, in own copies. */
+static void job_load_enter(struct coop_context *ctx, const struct coop_job *j,
+			   int precharged)
 {
-	struct coop_context *ctx = r->ctx;
-	struct coop_job *j = &r->job;
+	if (job_is_own(j))
+		coop_load_own_copy_start(ctx, j->peer);
+	if (ctx->load) {
+		ADD(&ctx->load->pending_ops, 1);
+		if (!precharged)
+			ADD(&ctx->load->pending_bytes, j->charge);
+	}
+}
 
+static void job_init(struct coop_context *ctx, struct coop_job *j,
+		     const struct coop_job_args *a)
+{
 	memset(j, 0, sizeof(*j));
-	j->req = r;
 	j->ops = a->ops;
 	j->kind = (uint8_t)a->kind;
 	j->peer = a->peer;
@@ -88,17 +99,20 @@ void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
 	j->own_slot = -1;
 	j->chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
 	j->charge = job_share(j);
+}
+
+void coop_job_start(struct coop_request *r, const struct coop_job_args *a)
+{
+	struct coop_context *ctx = r->ctx;
+	struct coop_job *j = &r->job;
+
+	job_init(ctx, j, a);
+	j->req = r;
 	j->help_only = a->shared && !j->charge;
-	if (job_is_own(j))
-		coop_load_own_copy_start(ctx, j->peer);
+	job_load_enter(ctx, j, r->rndv.precharged);
 	j->queued = 1;
 	dlist_add_tail(&ctx->jobs, &j->link);
 	coop_async_kick(ctx);
-	if (ctx->load) {
-		ADD(&ctx->load->pending_ops, 1);
-		if (!r->rndv.precharged)
-			ADD(&ctx->load->pending_bytes, j->charge);
-	}
 }
 
 /* n bytes of ours are copied: they leave the pending load. */
@@ -120,6 +134,19 @@ static int job_counts_totals(const struct coop_context *ctx,
 	       !(ctx->prov.caps & COOP_PROV_CAP_KERNEL_TOTALS);
 }
 
+/* A job ends: what job_load_enter() counted goes. */
+static void job_load_leave(struct coop_context *ctx, struct coop_job *j)
+{
+	job_discharge(ctx, j, j->charge);
+	if (job_is_own(j))
+		coop_load_own_copy_end(ctx);
+	if (ctx->load) {
+		SUB(&ctx->load->pending_ops, 1);
+		if (job_counts_totals(ctx, j))
+			ADD(&ctx->load->total_ops, 1);
+	}
+}
+
 static void job_unqueue(struct coop_job *j)
 {
 	struct coop_context *ctx;
@@ -131,14 +158,7 @@ static void job_unqueue(struct coop_job *j)
 	dlist_del(&j->link);
 	if (j->shared && j->own_slot >= 0)	/* our use of our slot ends */
 		coop_seg_work_put(&ctx->seg, (uint32_t)j->own_slot, j->peer);
-	job_discharge(ctx, j, j->charge);
-	if (job_is_own(j))
-		coop_load_own_copy_end(ctx);
-	if (ctx->load) {
-		SUB(&ctx->load->pending_ops, 1);
-		if (job_counts_totals(ctx, j))
-			ADD(&ctx->load->total_ops, 1);
-	}
+	job_load_leave(ctx, j);
 }
 
 void coop_job_cancel(struct coop_job *j)
@@ -252,12 +272,11 @@ static int job_push(struct coop_context *ctx, struct coop_job *j)
 	return 1;
 }
 
-/* What a copied chunk of n bytes (provider result rc) counts for. */
-static void job_account(struct coop_context *ctx, struct coop_job *j,
-			uint64_t n, ssize_t rc)
+/* A copied chunk of n bytes (provider result rc) in the counters: its
+ * error, COOP_SUCCESS if none. */
+static int job_count(struct coop_context *ctx, struct coop_job *j,
+		     uint64_t n, ssize_t rc)
 {
-	int err = rc < 0 ? coop_err_from_errno((int)rc) : COOP_SUCCESS;
-
 	if (rc == -ESRCH || rc == -EPIPE)
 		coop_peer_failed(ctx, j->peer);
 	job_discharge(ctx, j, n);
@@ -267,6 +286,15 @@ static void job_account(struct coop_context *ctx, struct coop_job *j,
 		ctx->stats.copy_jobs++;
 	j->done += n;
 	ctx->stats.copy_bytes += n;
+	return rc < 0 ? coop_err_from_errno((int)rc) : COOP_SUCCESS;
+}
+
+/* What a copied chunk of n bytes (provider result rc) counts for. */
+static void job_account(struct coop_context *ctx, struct coop_job *j,
+			uint64_t n, ssize_t rc)
+{
+	int err = job_count(ctx, j, n, rc);
+
 	if (err) {
 		j->err = err;
 		job_finish(j);
@@ -323,6 +351,22 @@ static int job_pass(struct coop_context *ctx, int may_help)
 		}
 	}
 	return 0;
+}
+
+int coop_job_copy_now(struct coop_context *ctx, const struct coop_job_args *a)
+{
+	struct coop_job j;
+	uint64_t n;
+	int err = COOP_SUCCESS;
+
+	job_init(ctx, &j, a);
+	job_load_enter(ctx, &j, 0);
+	while (!err && j.done < j.len) {
+		n = COOP_MIN(j.chunk, j.len - j.done);
+		err = job_count(ctx, &j, n, job_copy(ctx, &j, j.done, n));
+	}
+	job_load_leave(ctx, &j);
+	return err;
 }
 
 int coop_job_step(struct coop_context *ctx)

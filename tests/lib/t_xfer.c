@@ -6,6 +6,7 @@
  * chunk once, the reader completes alone when the writer never starts),
  * the slot's references, the COOP-load split (the whole message when the
  * peer copies for itself), and every argument check.
+ * The same copies done in the call (coop_xfer_copy), and its refusals.
  * PUT jobs by the offload engine (COOP_XFER_ENGINE) and striped over the
  * CPU and the engine (COOP_XFER_STRIPE): sizes 0 B .. 8 MiB at odd
  * offsets of the peer's region, all in flight at once, every byte (and
@@ -67,13 +68,49 @@ static size_t run_job(coop_context_t *ctx, unsigned dir, int peer, void *buf,
 	return st.count;
 }
 
-/* arg: COOP_XFER_GET or COOP_XFER_PUT; rank 0 runs the job against the
- * region of rank 1, whose data start at offset 1 of it. */
+/* The same copy with coop_xfer_copy: done when it returns, one more
+ * copy job and LEN more bytes in the statistics, no load left. */
+static size_t copy_now(coop_context_t *ctx, unsigned dir, int peer, void *buf,
+		       const coop_rkey_t *key, uint64_t offset)
+{
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = dir, .peer = peer,
+		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = LEN,
+		.key = *key, .offset = offset,
+	};
+	coop_stats_t before, after;
+	coop_load_t load;
+
+	T_OK(coop_get_stats(ctx, &before));
+	T_OK(coop_xfer_copy(ctx, &p));
+	T_OK(coop_get_stats(ctx, &after));
+	T_ASSERT(after.copy_jobs == before.copy_jobs + 1 &&
+		 after.copy_bytes == before.copy_bytes + LEN,
+		 "statistics: %llu jobs, %llu bytes more",
+		 (unsigned long long)(after.copy_jobs - before.copy_jobs),
+		 (unsigned long long)(after.copy_bytes - before.copy_bytes));
+	T_OK(coop_get_load(ctx, 0, &load));
+	T_ASSERT(!load.pending_ops && !load.pending_bytes, "load left: %llu "
+		 "ops, %llu bytes", (unsigned long long)load.pending_ops,
+		 (unsigned long long)load.pending_bytes);
+	return LEN;
+}
+
+/* How single_rank's rank 0 copies. */
+struct single_mode {
+	unsigned dir;		/* COOP_XFER_GET or COOP_XFER_PUT */
+	int now;		/* coop_xfer_copy, else a job */
+};
+
+/* arg: a struct single_mode; rank 0 copies against the region of rank
+ * 1, whose data start at offset 1 of it. */
 static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
-	unsigned dir = *(const unsigned *)arg;
+	const struct single_mode *m = arg;
+	unsigned dir = m->dir;
 	char *buf = malloc(LEN + 1), *data = buf + 1;	/* unaligned */
 	struct ctl c = { .slot = COOP_XFER_NO_SLOT };
+	size_t copied;
 
 	(void)size;
 	if (rank == 1) {
@@ -89,8 +126,9 @@ static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	} else {
 		t_fill(data, LEN, 9);
 		ctl_recv(ctx, 1, &c);
-		T_ASSERT(run_job(ctx, dir, 1, data, &c.key, 1, c.slot) == LEN,
-			 "this side copied everything");
+		copied = m->now ? copy_now(ctx, dir, 1, data, &c.key, 1) :
+				  run_job(ctx, dir, 1, data, &c.key, 1, c.slot);
+		T_ASSERT(copied == LEN, "this side copied everything");
 		if (dir == COOP_XFER_GET)
 			T_ASSERT(t_check(data, LEN, 7) < 0, "GET data");
 		ctl_send(ctx, 1, &c);
@@ -312,6 +350,43 @@ static void bad_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
 	T_ASSERT(coop_xfer_start(NULL, &ok, &r) == COOP_ERR_ARG, "no ctx");
 }
 
+/* coop_xfer_copy's: those of a job, and no slot or engine; nothing is
+ * copied for any of them. */
+static void bad_copy_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
+{
+	coop_xfer_params_t ok = {
+		.size = sizeof(ok), .flags = COOP_XFER_GET, .peer = 1,
+		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = 4096,
+		.key = key,
+	}, p;
+	static const unsigned refused[] = {
+		0, COOP_XFER_GET | COOP_XFER_PUT, COOP_XFER_PUT | (1u << 4),
+		COOP_XFER_PUT | COOP_XFER_ENGINE,
+		COOP_XFER_PUT | COOP_XFER_STRIPE,
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		p = ok, p.flags = refused[i];
+		T_ASSERT(coop_xfer_copy(ctx, &p) == COOP_ERR_ARG,
+			 "flags %#x", refused[i]);
+	}
+	p = ok, p.size--;
+	T_ASSERT(coop_xfer_copy(ctx, &p) == COOP_ERR_ARG, "size");
+	p = ok, p.reserved[0] = 1;
+	T_ASSERT(coop_xfer_copy(ctx, &p) == COOP_ERR_ARG, "reserved");
+	p = ok, p.len = key.length + 1;
+	T_ASSERT(coop_xfer_copy(ctx, &p) == COOP_ERR_ARG, "beyond key");
+	p = ok, p.slot = 0;
+	T_ASSERT(coop_xfer_copy(ctx, &p) == COOP_ERR_ARG, "a slot");
+	p = ok, p.peer = 2;
+	T_ASSERT(coop_xfer_copy(ctx, &p) == COOP_ERR_RANK, "rank");
+	T_ASSERT(coop_xfer_copy(ctx, NULL) == COOP_ERR_ARG, "NULL");
+	T_ASSERT(coop_xfer_copy(NULL, &ok) == COOP_ERR_ARG, "no ctx");
+	p = ok, p.len = 0, p.local = NULL;
+	T_OK(coop_xfer_copy(ctx, &p));
+}
+
 static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	char *buf = malloc(LEN);
@@ -342,6 +417,7 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 		 COOP_ERR_ARG, "NULL key");
 	T_OK(coop_mem_reg(ctx, buf, LEN, COOP_ACCESS_READ, &p.key));
 	bad_params(ctx, buf, p.key);
+	bad_copy_params(ctx, buf, p.key);
 	T_ASSERT(coop_xfer_slot_alloc(ctx, 1, 100, 101, &slot) ==
 		 COOP_ERR_ARG, "split > len");
 	T_ASSERT(coop_xfer_slot_alloc(ctx, 1, 0, 0, &slot) == COOP_ERR_ARG,
@@ -368,6 +444,7 @@ static int args_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	T_OK(coop_xfer_start(ctx, &p, &r));
 	T_ASSERT(coop_cancel(r) == COOP_ERR_UNSUPPORTED, "cancel");
 	T_OK(coop_wait(&r, NULL));
+	T_OK(coop_xfer_copy(ctx, &p));
 	T_OK(coop_mem_dereg(ctx, &p.key));
 	T_ASSERT(coop_mem_dereg(ctx, NULL) == COOP_ERR_ARG, "dereg NULL");
 	t_barrier(ctx, rank, size);
@@ -938,7 +1015,9 @@ START_TEST(test_xfer_engine)
 }
 END_TEST
 
-static const unsigned get = COOP_XFER_GET, put = COOP_XFER_PUT;
+static const struct single_mode get = { COOP_XFER_GET, 0 },
+	put = { COOP_XFER_PUT, 0 }, get_now = { COOP_XFER_GET, 1 },
+	put_now = { COOP_XFER_PUT, 1 };
 static const int writer_present = 0, writer_absent = 1;
 
 static const char *const env_busy_hour[] = { "COOP_LOAD_BUSY_MS=3600000",
@@ -952,6 +1031,8 @@ static const struct {
 } cases[] = {
 	{ single_rank, &get, NULL },
 	{ single_rank, &put, NULL },
+	{ single_rank, &get_now, NULL },
+	{ single_rank, &put_now, NULL },
 	{ cooperative_rank, &writer_present, NULL },
 	{ cooperative_rank, &writer_absent, NULL },
 	{ busy_peer_rank, NULL, env_busy_hour },
