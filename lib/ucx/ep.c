@@ -12,14 +12,16 @@
  * copies its range first, then claims the other's chunks, so a writer
  * that does not progress leaves the reader copying everything, and both
  * jobs end when all bytes are in, without waiting for each other.  The
- * writer's DONE then gives the slot's second reference back.
+ * writer's DONE then gives the slot's second reference back.  Below
+ * UCX_COOP_HYBRID_MIN the reader copies in the call and returns UCS_OK.
  * PUT_ZCOPY: the initiator writes everything (UCP's put scheme has no
  * reader to help yet) - its CPU, or from UCX_COOP_DMA_MIN on, as
  * UCX_COOP_PUT says, libcoopmpi's offload engine (COOP_XFER_ENGINE: the
  * coopmpi driver's DMA channel) or both (COOP_XFER_STRIPE); the
  * operation completes when the engine's copies completed, so UCP's ATP
  * after the fence or flush finds every byte in place.  Without an engine
- * the CPU copies (put_flags).  Active messages are am.c's.
+ * the CPU copies (put_flags), in the call below UCX_COOP_HYBRID_MIN.
+ * Active messages are am.c's.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -206,6 +208,32 @@ static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
 	p->slot = h.slot;
 }
 
+/*
+ * Is p copied in the call, as CMA copies: a message under
+ * UCX_COOP_HYBRID_MIN, which this side's CPU copies alone (no writer
+ * helps, no engine).  A job would cost an allocation, a request and a
+ * progress round more for the same single copy.
+ */
+static int copy_now(const uct_coop_iface_t *iface, const coop_xfer_params_t *p)
+{
+	return p->slot == COOP_XFER_NO_SLOT &&
+	       !(p->flags & (COOP_XFER_ENGINE | COOP_XFER_STRIPE)) &&
+	       p->len < iface->hybrid_min;
+}
+
+/* p copied now: UCS_OK, or the error (the peer gone, a bad key). */
+static ucs_status_t copy(uct_coop_md_t *md, const coop_xfer_params_t *p)
+{
+	int rc = coop_xfer_copy(md->ctx, p);
+
+	if (rc == COOP_SUCCESS)
+		return UCS_OK;
+	ucs_error("coop: copy with rank %d failed: %s", p->peer,
+		  coop_strerror(rc));
+	return rc == COOP_ERR_PEER_DEAD ? UCS_ERR_CONNECTION_RESET :
+					  UCS_ERR_IO_ERROR;
+}
+
 ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 				   size_t iovcnt, uint64_t remote_addr,
 				   uct_rkey_t rkey, uct_completion_t *comp)
@@ -223,6 +251,8 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	xfer_params(&p, ep, COOP_XFER_GET, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
 	ask_help(iface, &p, iov);
+	if (copy_now(iface, &p))
+		return copy(iface->md, &p);
 	status = start_op(iface->md, ep, &p, comp);
 	if (status != UCS_INPROGRESS && p.slot != COOP_XFER_NO_SLOT)
 		/* the writer's DONE will drop the other reference */
@@ -275,18 +305,22 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 				   uct_rkey_t rkey, uct_completion_t *comp)
 {
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
+	uct_coop_iface_t *iface;
 	coop_xfer_params_t p;
 	ucs_status_t status;
 	int empty;
 
 	UCT_CHECK_IOV_SIZE(iovcnt, 1ul, "uct_coop_ep_put_zcopy");
+	iface = uct_coop_ep_iface(ep);
 	status = zcopy_admit(ep, iov, iovcnt, &empty);
 	if (status != UCS_OK || empty)
 		return status;
 	xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
-	p.flags |= put_flags(uct_coop_ep_iface(ep), p.len);
-	return start_op(uct_coop_ep_iface(ep)->md, ep, &p, comp);
+	p.flags |= put_flags(iface, p.len);
+	if (copy_now(iface, &p))
+		return copy(iface->md, &p);
+	return start_op(iface->md, ep, &p, comp);
 }
 
 ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,

@@ -47,8 +47,9 @@ static ucs_config_field_t uct_coop_iface_config_table[] = {
 	 UCS_CONFIG_TYPE_MEMUNITS},
 
 	{"HYBRID_MIN", "256k",
-	 "Smaller GET_ZCOPY operations are copied by the reader alone; from\n"
-	 "this size on the writer helps (COOP-p2p, split by the load counters),\n"
+	 "Smaller GET_ZCOPY operations (and PUT_ZCOPY by the CPU) are copied\n"
+	 "by the initiator alone, in the call, as cma copies; from this size\n"
+	 "on the writer helps (COOP-p2p, split by the load counters),\n"
 	 "as libcoopmpi's COOP_HYBRID_MIN.  Its old name, UCX_COOP_COOP_MIN,\n"
 	 "still sets it, with a warning.",
 	 ucs_offsetof(uct_coop_iface_config_t, hybrid_min),
