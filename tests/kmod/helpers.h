@@ -28,6 +28,9 @@
 #define CM_SYSFS_DIR	"/sys/kernel/coopmpi"
 #define CM_PARAM_DIR	"/sys/module/coopmpi/parameters/"
 #define CM_CHILD_FAIL	86
+/* The driver's deadlines count jiffies (4 ms each at HZ=250, 10 at 100),
+ * ours whole milliseconds: a deadline may end this much before it. */
+#define CM_CLOCK_SLACK_MS 10
 
 extern pid_t cm_test_pid;
 extern struct coopmpi_info cm_info_cache;
