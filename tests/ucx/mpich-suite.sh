@@ -133,9 +133,9 @@ while read -r line; do
 	read -r name np s1 s2 rest <<<"$line"
 	[[ -n ${name:-} ]] || continue
 	[[ -n ${s2:-} ]] || { echo "mpich-suite: bad line in $list: $line" >&2; exit 2; }
-	t=$default_timeout
+	t=$default_timeout	# a line's timeout= raises it, never lowers it
 	if [[ ${rest:-} =~ ^timeout=([0-9]+)[[:space:]]*(.*)$ ]]; then
-		t=${BASH_REMATCH[1]}
+		((BASH_REMATCH[1] > t)) && t=${BASH_REMATCH[1]}
 		rest=${BASH_REMATCH[2]}
 	fi
 	L_name+=("$name") L_np+=("$np") L_st_mpich+=("$s1") L_st_openmpi+=("$s2")
