@@ -104,6 +104,16 @@ typedef struct uct_coop_flush {
 	uct_completion_t *comp;
 } uct_coop_flush_t;
 
+/* What a copy's libcoopmpi result is for UCP: a dead peer resets the
+ * connection, any other failure is an I/O error. */
+static ucs_status_t copy_status(int rc)
+{
+	if (rc == COOP_SUCCESS)
+		return UCS_OK;
+	return rc == COOP_ERR_PEER_DEAD ? UCS_ERR_CONNECTION_RESET :
+					  UCS_ERR_IO_ERROR;
+}
+
 static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 			     const coop_xfer_params_t *p,
 			     uct_completion_t *comp)
@@ -118,8 +128,7 @@ static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 		free(op);
 		ucs_error("coop: copy with rank %d failed to start: %s",
 			  p->peer, coop_strerror(rc));
-		return rc == COOP_ERR_PEER_DEAD ? UCS_ERR_CONNECTION_RESET :
-						  UCS_ERR_IO_ERROR;
+		return copy_status(rc);
 	}
 	op->comp = comp;
 	op->ep = ep;
@@ -226,12 +235,10 @@ static ucs_status_t copy(uct_coop_md_t *md, const coop_xfer_params_t *p)
 {
 	int rc = coop_xfer_copy(md->ctx, p);
 
-	if (rc == COOP_SUCCESS)
-		return UCS_OK;
-	ucs_error("coop: copy with rank %d failed: %s", p->peer,
-		  coop_strerror(rc));
-	return rc == COOP_ERR_PEER_DEAD ? UCS_ERR_CONNECTION_RESET :
-					  UCS_ERR_IO_ERROR;
+	if (rc != COOP_SUCCESS)
+		ucs_error("coop: copy with rank %d failed: %s", p->peer,
+			  coop_strerror(rc));
+	return copy_status(rc);
 }
 
 ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -446,8 +453,7 @@ static void ep_op_done(uct_coop_ep_t *ep)
 static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 {
 	struct coop_help done = { .type = UCT_COOP_MSG_DONE, .slot = op->slot };
-	ucs_status_t status = err == COOP_ERR_PEER_DEAD ?
-		UCS_ERR_CONNECTION_RESET : err ? UCS_ERR_IO_ERROR : UCS_OK;
+	ucs_status_t status = copy_status(err);
 
 	ucs_list_del(&op->list);
 	if (!op->comp)		/* our help: the reader may reuse its slot */
