@@ -298,14 +298,23 @@ static int exchange_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	return 0;
 }
 
+/* A GET of 4096 bytes into buf from rank 1's region key that every
+ * check lets through: what the argument checks change one field of. */
+static coop_xfer_params_t valid_get(char *buf, coop_rkey_t key)
+{
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = COOP_XFER_GET, .peer = 1,
+		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = 4096,
+		.key = key,
+	};
+
+	return p;
+}
+
 /* Every argument check answers with its error, and nothing starts. */
 static void bad_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
 {
-	coop_xfer_params_t ok = {
-		.size = sizeof(ok), .flags = COOP_XFER_GET, .peer = 1,
-		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = 4096,
-		.key = key,
-	}, p;
+	coop_xfer_params_t ok = valid_get(buf, key), p;
 	coop_request_t *r;
 
 	p = ok, p.size--;
@@ -354,11 +363,7 @@ static void bad_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
  * copied for any of them. */
 static void bad_copy_params(coop_context_t *ctx, char *buf, coop_rkey_t key)
 {
-	coop_xfer_params_t ok = {
-		.size = sizeof(ok), .flags = COOP_XFER_GET, .peer = 1,
-		.slot = COOP_XFER_NO_SLOT, .local = buf, .len = 4096,
-		.key = key,
-	}, p;
+	coop_xfer_params_t ok = valid_get(buf, key), p;
 	static const unsigned refused[] = {
 		0, COOP_XFER_GET | COOP_XFER_PUT, COOP_XFER_PUT | (1u << 4),
 		COOP_XFER_PUT | COOP_XFER_ENGINE,
