@@ -192,6 +192,12 @@ static inline __u64 coopmpi_counters_bytes(__u32 max_endpoints)
 #define COOPMPI_MMAP_RING_SHIFT		28
 #define COOPMPI_MMAP_RING(ep)		(COOPMPI_MMAP_RING_BASE + \
 					 ((__u64)(ep) << COOPMPI_MMAP_RING_SHIFT))
+/* one page of __u64 state words, max_windows of them (read-only) */
+#define COOPMPI_MMAP_WINDOW_STATE	(1ULL << 42)
+#define COOPMPI_MMAP_WINDOW_BASE	(1ULL << 62)
+#define COOPMPI_MMAP_WINDOW_SHIFT	36
+#define COOPMPI_MMAP_WINDOW(h)		(COOPMPI_MMAP_WINDOW_BASE + \
+					 ((__u64)(h) << COOPMPI_MMAP_WINDOW_SHIFT))
 
 /* ------------------------------------------------------------------ */
 /* ioctls                                                               */
@@ -209,7 +215,9 @@ struct coopmpi_info {
 	__u64 counters_bytes;	/* out: mmap length of the counters area */
 	__u32 copy_chunk_pages;	/* out */
 	__u32 dma_engine;	/* out: enum coopmpi_dma_engine */
-	__u64 reserved[4];
+	__u32 max_windows;	/* out: per endpoint, 0 without windows */
+	__u32 reserved0;
+	__u64 reserved[3];
 };
 
 enum coopmpi_dma_engine {
@@ -307,7 +315,11 @@ struct coopmpi_doorbell {
  */
 #define COOPMPI_REGION_READ	(1U << 0)	/* peers may copy from it */
 #define COOPMPI_REGION_WRITE	(1U << 1)	/* peers may copy into it */
-#define COOPMPI_REGION_FLAGS	(COOPMPI_REGION_READ | COOPMPI_REGION_WRITE)
+/* peers may also map it (COOPMPI_IOC_WINDOW_ATTACH): the owner consents
+ * to the whole pages the region touches being visible, with its access */
+#define COOPMPI_REGION_MAP	(1U << 2)
+#define COOPMPI_REGION_FLAGS	(COOPMPI_REGION_READ | COOPMPI_REGION_WRITE | \
+				 COOPMPI_REGION_MAP)
 
 struct coopmpi_region_register {
 	__u32 size;
@@ -338,6 +350,82 @@ struct coopmpi_region_deregister {
  * RLIMIT_MEMLOCK: the region's pages pinned at a time (at most
  * copy_chunk_pages) count in its pinned_vm (VmPin) while pinned.
  */
+/*
+ * Windows: a peer's region mapped into the caller's address space, so
+ * that it copies with plain loads and stores (XPMEM's attach).
+ *
+ * COOPMPI_IOC_WINDOW_ATTACH: region cookie, registered with REGION_MAP by
+ * an endpoint of my domain; WINDOW_WRITE asks for a writable mapping
+ * (needs REGION_WRITE and REGION_READ, since a writable mapping reads
+ * too), otherwise it needs REGION_READ.  Out: handle, to mmap (shared,
+ * PROT_READ or with WINDOW_WRITE PROT_READ|PROT_WRITE, never PROT_EXEC)
+ * at offset COOPMPI_MMAP_WINDOW(handle) of this endpoint's file, any
+ * length up to map_bytes; the region's first byte is at page_offset of
+ * the mapping.  state_index names the window's state word (below).
+ * Errors: -ENXIO unknown cookie, -EACCES no REGION_MAP or access,
+ * -EFBIG map_bytes beyond COOPMPI_WINDOW_MAX_BYTES, -ENOSPC
+ * max_windows windows alive on this endpoint (attached, or detached
+ * and still mapped), -EDQUOT user_max_windows for its uid,
+ * -EOPNOTSUPP a kernel without MMU notifiers.
+ * COOPMPI_IOC_WINDOW_DETACH: forgets the handle; mappings made stay
+ * until unmapped.  A window lives while attached or mapped; fork does
+ * not copy its mappings (the child has none).
+ *
+ * Pages come from the owner's address space when first touched, and
+ * whenever the owner's page tables change over the region (munmap,
+ * mremap, a fork's copy-on-write, migration, swap) every mapping of it
+ * loses that part before the owner's old page can go: the next touch
+ * finds what the owner has at that address then.  Such a change is an
+ * invalidation.  The window never holds a page: the owner's memory is
+ * charged, pinned and swapped as if no window existed.
+ *
+ * State word: a __u64 per window in the page mmap'ed (shared, read-only)
+ * at COOPMPI_MMAP_WINDOW_STATE, at index state_index.  Its low bits
+ * count invalidations (odd while one is under way, +2 for each), and:
+ *   COOPMPI_WINDOW_DEAD  the region was deregistered or its owner closed:
+ *                        every page of the window reads as zeros (a
+ *                        writable window's writes go nowhere), for good
+ *   COOPMPI_WINDOW_HOLE  a page touched had no owner page (unmapped, or
+ *                        not accessible): it reads as zeros, writes to it
+ *                        go nowhere, until the next invalidation over it
+ *                        (an owner mapping memory where there was none is
+ *                        not one) or until every mapping of the window is
+ *                        gone; the flag stays as long
+ * No access to a window raises a signal, whatever the owner does.  A
+ * copy through a window is what the owner had iff the word read before
+ * it (load-acquire) is even, without DEAD or HOLE, and equal to the word
+ * read after it (after a read barrier); otherwise copy again, or use
+ * COOPMPI_IOC_COPY, which reports the region's fate as an error.
+ * A window maps only pages of ordinary memory (anonymous, shmem, file);
+ * a window's own mapping can't be resolved through another window
+ * (HOLE), nor be used by process_vm_readv, COPY or O_DIRECT (EFAULT).
+ */
+#define COOPMPI_WINDOW_WRITE		(1U << 0)
+#define COOPMPI_WINDOW_ATTACH_FLAGS	COOPMPI_WINDOW_WRITE
+#define COOPMPI_WINDOW_DEAD		(1ULL << 63)
+#define COOPMPI_WINDOW_HOLE		(1ULL << 62)
+#define COOPMPI_WINDOW_MAX_BYTES	(1ULL << 36)
+
+struct coopmpi_window_attach {
+	__u32 size;
+	__u32 flags;
+	__u64 cookie;
+	__u32 handle;		/* out */
+	__u32 state_index;	/* out */
+	__u64 map_bytes;	/* out: whole pages covering the region */
+	__u32 page_offset;	/* out: the region's start in the mapping */
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+struct coopmpi_window_detach {
+	__u32 size;
+	__u32 flags;		/* must be 0 */
+	__u32 handle;
+	__u32 reserved0;
+	__u64 reserved[1];
+};
+
 #define COOPMPI_COPY_FROM_REGION	(1U << 0)
 #define COOPMPI_COPY_TO_REGION		(1U << 1)
 #define COOPMPI_COPY_FLAGS	(COOPMPI_COPY_FROM_REGION | COOPMPI_COPY_TO_REGION)
@@ -367,6 +455,10 @@ struct coopmpi_copy {
 #define COOPMPI_IOC_REGION_DEREGISTER \
 	_IOW(COOPMPI_IOC_MAGIC, 0x21, struct coopmpi_region_deregister)
 #define COOPMPI_IOC_COPY	_IOWR(COOPMPI_IOC_MAGIC, 0x22, struct coopmpi_copy)
+#define COOPMPI_IOC_WINDOW_ATTACH \
+	_IOWR(COOPMPI_IOC_MAGIC, 0x23, struct coopmpi_window_attach)
+#define COOPMPI_IOC_WINDOW_DETACH \
+	_IOW(COOPMPI_IOC_MAGIC, 0x24, struct coopmpi_window_detach)
 /* 0x30..0x3f are reserved for the DMA-engine channel. */
 
 /* ------------------------------------------------------------------ */

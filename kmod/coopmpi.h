@@ -23,6 +23,11 @@
  *     mapped or mid-send only leaves a dead ring behind.
  *   - A region is refcounted: the domain xarray holds one reference, an
  *     in-flight COPY holds another; the region's mm is mmgrab'd.
+ *   - A window (window.c) holds its region and lives while its attacher
+ *     keeps it attached or any vma maps it; its attacher (ep) outlives
+ *     it, since those vmas hold the endpoint's file.  Deregistration and
+ *     the owner's close kill the region's windows (DEAD) through
+ *     region->windows.
  *   - vmas hold their file (vm_file), so an endpoint is only released
  *     after all its mappings are gone; the module is pinned by fops owner.
  *   - A DMA descriptor in flight (struct coopmpi_dma_op, dma*.c) holds
@@ -40,6 +45,9 @@
  * Lock order (outermost first):
  *   ep->lock  ->  coopmpi_lock  ->  domain->lock  ->  domain->regions xa_lock
  *   ep->recv_lock is a leaf mutex (serialises kernel-side consumers).
+ *   A window's lock nests only the faulting mm's page table lock (taken
+ *   under that mm's mmap_lock); region->windows_lock is a leaf spinlock;
+ *   windows are zapped holding none of ours (window.c).
  *   ep->dma->lock is a leaf spinlock (in-flight bounds, CQ producer); the
  *   DMA waitqueues are woken under it (their locks nest inside it).
  *   The hw engine's submit mutex (dma_hw.c) is a leaf around descriptor
@@ -76,6 +84,7 @@ extern unsigned int coopmpi_mbox_slots;
 extern unsigned int coopmpi_max_endpoints;
 extern unsigned int coopmpi_copy_chunk_pages;
 extern unsigned int coopmpi_max_regions;
+extern unsigned int coopmpi_max_windows;
 
 extern struct mutex coopmpi_lock;
 
@@ -141,6 +150,7 @@ enum coopmpi_user_res {
 	COOPMPI_USER_DOMAINS,
 	COOPMPI_USER_DMA_OPS,
 	COOPMPI_USER_DMA_BYTES,
+	COOPMPI_USER_WINDOWS,
 	COOPMPI_USER_NR
 };
 
@@ -168,6 +178,10 @@ struct coopmpi_ep {
 	unsigned int nr_regions;
 	/* DMA channel state, NULL with dma=off; set before domain. */
 	struct coopmpi_dma_ep *dma;
+	/* window.c: slot -> the windows it attached (until freed) */
+	struct xarray windows;
+	struct coopmpi_shm *window_state;	/* set once, cmpxchg */
+	struct address_space *mapping;		/* its file's: window zaps */
 };
 
 struct coopmpi_slot {
@@ -209,6 +223,10 @@ struct coopmpi_region {
 	 * -ENXIO deregistered, -ESRCH owner closed.  Set under the xa_lock.
 	 */
 	int gone;
+	/* window.c: windows mapping it; closed once it is gone */
+	spinlock_t windows_lock;
+	struct list_head windows;
+	bool windows_closed;
 };
 
 static inline struct coopmpi_domain *coopmpi_ep_domain(struct coopmpi_ep *ep)
@@ -265,6 +283,50 @@ int coopmpi_ioc_region_register(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_region_deregister(struct coopmpi_ep *ep, void *arg);
 int coopmpi_ioc_copy(struct coopmpi_ep *ep, void *arg);
 void coopmpi_regions_release(struct coopmpi_ep *ep);
+
+/* window.c: windows need MMU notifiers */
+#ifdef CONFIG_MMU_NOTIFIER
+int coopmpi_window_init(void);
+void coopmpi_window_exit(void);
+int coopmpi_ioc_window_attach(struct coopmpi_ep *ep, void *arg);
+int coopmpi_ioc_window_detach(struct coopmpi_ep *ep, void *arg);
+int coopmpi_window_mmap(struct coopmpi_ep *ep, struct vm_area_struct *vma,
+			unsigned long pgoff);
+int coopmpi_window_state_mmap(struct coopmpi_ep *ep,
+			      struct vm_area_struct *vma);
+void coopmpi_windows_region_gone(struct coopmpi_region *r);
+void coopmpi_windows_release(struct coopmpi_ep *ep);
+#define COOPMPI_WINDOWS 1
+#else
+static inline int coopmpi_window_init(void) { return 0; }
+static inline void coopmpi_window_exit(void) { }
+static inline int coopmpi_ioc_window_attach(struct coopmpi_ep *ep, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int coopmpi_ioc_window_detach(struct coopmpi_ep *ep, void *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int coopmpi_window_mmap(struct coopmpi_ep *ep,
+				      struct vm_area_struct *vma,
+				      unsigned long pgoff)
+{
+	return -ENODEV;
+}
+
+static inline int coopmpi_window_state_mmap(struct coopmpi_ep *ep,
+					    struct vm_area_struct *vma)
+{
+	return -ENODEV;
+}
+
+static inline void coopmpi_windows_region_gone(struct coopmpi_region *r) { }
+static inline void coopmpi_windows_release(struct coopmpi_ep *ep) { }
+#define COOPMPI_WINDOWS 0
+#endif
 
 /* counters.c */
 int coopmpi_counters_create(struct coopmpi_domain *d);

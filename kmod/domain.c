@@ -361,6 +361,7 @@ void coopmpi_ep_release(struct coopmpi_ep *ep)
 
 	/* First: its descriptors use the regions and count in the domain. */
 	coopmpi_dma_ep_release(ep);
+	coopmpi_windows_release(ep);
 	coopmpi_regions_release(ep);
 	coopmpi_ring_close(ep->ring);
 

@@ -39,11 +39,16 @@ unsigned int coopmpi_max_regions = 4096;
 module_param_named(max_regions, coopmpi_max_regions, uint, 0444);
 MODULE_PARM_DESC(max_regions, "registered regions per endpoint (1..1048576)");
 
+unsigned int coopmpi_max_windows = 256;
+module_param_named(max_windows, coopmpi_max_windows, uint, 0444);
+MODULE_PARM_DESC(max_windows, "windows alive per endpoint (1..512)");
+
 static int ioc_info(struct coopmpi_ep *ep, void *arg)
 {
 	struct coopmpi_info *info = arg;
 
-	if (memchr_inv(info->reserved, 0, sizeof(info->reserved)))
+	if (info->reserved0 ||
+	    memchr_inv(info->reserved, 0, sizeof(info->reserved)))
 		return -EINVAL;
 	info->abi_version = COOPMPI_ABI_VERSION;
 	info->max_endpoints = coopmpi_max_endpoints;
@@ -53,6 +58,7 @@ static int ioc_info(struct coopmpi_ep *ep, void *arg)
 	info->counters_bytes = coopmpi_counters_bytes(coopmpi_max_endpoints);
 	info->copy_chunk_pages = coopmpi_copy_chunk_pages;
 	info->dma_engine = coopmpi_dma_engine_id();
+	info->max_windows = COOPMPI_WINDOWS ? coopmpi_max_windows : 0;
 	return 0;
 }
 
@@ -74,6 +80,8 @@ union coopmpi_args {
 	struct coopmpi_copy copy;
 	struct coopmpi_dma_info dma_info;
 	struct coopmpi_dma_submit dma_submit;
+	struct coopmpi_window_attach window_attach;
+	struct coopmpi_window_detach window_detach;
 };
 
 struct coopmpi_ioctl {
@@ -110,6 +118,11 @@ static const struct coopmpi_ioctl coopmpi_ioctls[] = {
 		      coopmpi_ioc_region_deregister),
 	COOPMPI_IOCTL(COOPMPI_IOC_COPY, struct coopmpi_copy, COOPMPI_COPY_FLAGS,
 		      false, coopmpi_ioc_copy),
+	COOPMPI_IOCTL(COOPMPI_IOC_WINDOW_ATTACH, struct coopmpi_window_attach,
+		      COOPMPI_WINDOW_ATTACH_FLAGS, false,
+		      coopmpi_ioc_window_attach),
+	COOPMPI_IOCTL(COOPMPI_IOC_WINDOW_DETACH, struct coopmpi_window_detach,
+		      0, false, coopmpi_ioc_window_detach),
 	COOPMPI_IOCTL(COOPMPI_IOC_DMA_INFO, struct coopmpi_dma_info, 0, true,
 		      coopmpi_ioc_dma_info),
 	COOPMPI_IOCTL(COOPMPI_IOC_DMA_SUBMIT, struct coopmpi_dma_submit, 0,
@@ -186,6 +199,8 @@ static int coopmpi_open(struct inode *inode, struct file *file)
 	mutex_init(&ep->lock);
 	mutex_init(&ep->recv_lock);
 	INIT_LIST_HEAD(&ep->regions);
+	xa_init_flags(&ep->windows, XA_FLAGS_ALLOC);
+	ep->mapping = file->f_mapping;
 	file->private_data = ep;
 	return stream_open(inode, file);
 }
@@ -205,6 +220,8 @@ static int coopmpi_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	const unsigned long ring_base = COOPMPI_MMAP_RING_BASE >> PAGE_SHIFT;
 	const unsigned long dma_cq = COOPMPI_MMAP_DMA_CQ >> PAGE_SHIFT;
+	const unsigned long window = COOPMPI_MMAP_WINDOW_BASE >> PAGE_SHIFT;
+	const unsigned long state = COOPMPI_MMAP_WINDOW_STATE >> PAGE_SHIFT;
 	struct coopmpi_ep *ep = file->private_data;
 	struct coopmpi_domain *d = coopmpi_ep_domain_checked(ep);
 
@@ -212,6 +229,12 @@ static int coopmpi_mmap(struct file *file, struct vm_area_struct *vma)
 		return PTR_ERR(d);
 	/* A private copy of a ring or the counters would silently diverge. */
 	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_pgoff >= window)
+		return coopmpi_window_mmap(ep, vma, vma->vm_pgoff);
+	if (vma->vm_pgoff == state)
+		return coopmpi_window_state_mmap(ep, vma);
+	if (vma->vm_pgoff > state)
 		return -EINVAL;
 	if (vma->vm_pgoff >= ring_base)
 		return coopmpi_ring_mmap(d, vma, vma->vm_pgoff - ring_base);
@@ -268,7 +291,9 @@ static int __init coopmpi_params_check(void)
 	       param_check("copy_chunk_pages", coopmpi_copy_chunk_pages, 1,
 			   1024, false) ?:
 	       param_check("max_regions", coopmpi_max_regions, 1, 1 << 20,
-			   false);
+			   false) ?:
+	       param_check("max_windows", coopmpi_max_windows, 1,
+			   PAGE_SIZE / sizeof(u64), false);
 }
 
 static int __init coopmpi_init(void)
@@ -281,9 +306,12 @@ static int __init coopmpi_init(void)
 	ret = coopmpi_dma_init();
 	if (ret)
 		return ret;
-	ret = coopmpi_sysfs_init();
+	ret = coopmpi_window_init();
 	if (ret)
 		goto err_dma;
+	ret = coopmpi_sysfs_init();
+	if (ret)
+		goto err_window;
 	/* Last: the device is usable the moment it appears. */
 	ret = misc_register(&coopmpi_misc);
 	if (ret)
@@ -291,6 +319,8 @@ static int __init coopmpi_init(void)
 	return 0;
 err_sysfs:
 	coopmpi_sysfs_exit();
+err_window:
+	coopmpi_window_exit();
 err_dma:
 	coopmpi_dma_exit();
 	return ret;
@@ -300,6 +330,7 @@ static void __exit coopmpi_exit(void)
 {
 	misc_deregister(&coopmpi_misc);
 	coopmpi_sysfs_exit();
+	coopmpi_window_exit();
 	coopmpi_dma_exit();
 }
 

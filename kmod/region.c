@@ -102,6 +102,8 @@ int coopmpi_ioc_region_register(struct coopmpi_ep *ep, void *arg)
 	if (!r)
 		return -ENOMEM;
 	kref_init(&r->ref);
+	spin_lock_init(&r->windows_lock);
+	INIT_LIST_HEAD(&r->windows);
 	r->owner = ep;
 	r->mm = current->mm;
 	mmgrab(r->mm);
@@ -147,6 +149,7 @@ int coopmpi_ioc_region_deregister(struct coopmpi_ep *ep, void *arg)
 	ep->nr_regions--;
 	mutex_unlock(&ep->lock);
 
+	coopmpi_windows_region_gone(r);
 	coopmpi_region_put(r);		/* lookup reference */
 	coopmpi_region_put(r);		/* xarray reference */
 	return 0;
@@ -156,15 +159,21 @@ void coopmpi_regions_release(struct coopmpi_ep *ep)
 {
 	struct coopmpi_domain *d = ep->domain;
 	struct coopmpi_region *r, *tmp;
+	LIST_HEAD(gone);
 
 	mutex_lock(&ep->lock);
-	list_for_each_entry_safe(r, tmp, &ep->regions, node) {
+	list_for_each_entry(r, &ep->regions, node)
 		region_unlink(d, r, -ESRCH);
-		list_del(&r->node);
-		coopmpi_region_put(r);
-	}
+	list_splice_init(&ep->regions, &gone);
 	ep->nr_regions = 0;
 	mutex_unlock(&ep->lock);
+
+	/* Their windows are zapped holding no lock of ours. */
+	list_for_each_entry_safe(r, tmp, &gone, node) {
+		list_del(&r->node);
+		coopmpi_windows_region_gone(r);
+		coopmpi_region_put(r);
+	}
 }
 
 /* Pins up to @nr pages of the owner at @start; returns the count pinned. */

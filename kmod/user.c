@@ -28,6 +28,7 @@ static struct user_limit user_limits[COOPMPI_USER_NR] = {
 	[COOPMPI_USER_DOMAINS] = { 1, 1 << 20, 1024, -EDQUOT },
 	[COOPMPI_USER_DMA_OPS] = { 1, 1 << 24, 4096, -EAGAIN },
 	[COOPMPI_USER_DMA_BYTES] = { 1 << 20, 1ULL << 50, 16ULL << 30, -EAGAIN },
+	[COOPMPI_USER_WINDOWS] = { 1, 1 << 22, 16384, -EDQUOT },
 };
 
 static int user_limit_set(const char *val, const struct kernel_param *kp)
@@ -69,6 +70,8 @@ USER_LIMIT_PARAM(user_max_dma_inflight, COOPMPI_USER_DMA_OPS,
 		 "DMA descriptors in flight per user; more answer EAGAIN (1..16777216)");
 USER_LIMIT_PARAM(user_max_dma_bytes, COOPMPI_USER_DMA_BYTES,
 		 "DMA bytes in flight per user; more answer EAGAIN (1 MiB..1 PiB)");
+USER_LIMIT_PARAM(user_max_windows, COOPMPI_USER_WINDOWS,
+		 "windows alive per user; more attaches fail with EDQUOT (1..4194304)");
 
 static DEFINE_HASHTABLE(users, 6);
 static DEFINE_SPINLOCK(users_lock);

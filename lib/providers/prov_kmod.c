@@ -296,7 +296,7 @@ static int kmod_reg(struct coop_provider *p, void *addr, size_t len,
 	struct kmod_priv *k = p->priv;
 	struct coopmpi_region_register r = {
 		.size = sizeof(r),
-		.flags = access & COOPMPI_REGION_FLAGS,
+		.flags = access & (COOPMPI_REGION_READ | COOPMPI_REGION_WRITE),
 		.addr = (uint64_t)(uintptr_t)addr,
 		.length = len,
 	};

@@ -256,5 +256,6 @@ void add_sysfs_tests(Suite *s);
 void add_counters_tests(Suite *s);
 void add_limits_tests(Suite *s);
 void add_user_tests(Suite *s);
+void add_window_tests(Suite *s);
 
 #endif

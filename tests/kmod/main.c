@@ -41,6 +41,7 @@ int main(void)
 	add_counters_tests(s);
 	add_limits_tests(s);
 	add_user_tests(s);
+	add_window_tests(s);
 
 	add_dma_tests(dma);
 	add_dma_uring_tests(dma);

@@ -12,18 +12,19 @@
 #include <unistd.h>
 
 enum { I_INFO, I_JOIN, I_EPQ, I_SEND, I_RECV, I_DOORBELL, I_REG, I_DEREG,
-       I_COPY, I_COUNT };
+       I_COPY, I_WATTACH, I_WDETACH, I_COUNT };
 
 static const char *const ioc_name[I_COUNT] = {
 	"INFO", "JOIN", "EP_QUERY", "MBOX_SEND", "MBOX_RECV", "DOORBELL",
-	"REGION_REGISTER", "REGION_DEREGISTER", "COPY",
+	"REGION_REGISTER", "REGION_DEREGISTER", "COPY", "WINDOW_ATTACH",
+	"WINDOW_DETACH",
 };
 
 static const unsigned long ioc_cmd[I_COUNT] = {
 	COOPMPI_IOC_INFO, COOPMPI_IOC_JOIN, COOPMPI_IOC_EP_QUERY,
 	COOPMPI_IOC_MBOX_SEND, COOPMPI_IOC_MBOX_RECV, COOPMPI_IOC_DOORBELL,
 	COOPMPI_IOC_REGION_REGISTER, COOPMPI_IOC_REGION_DEREGISTER,
-	COOPMPI_IOC_COPY,
+	COOPMPI_IOC_COPY, COOPMPI_IOC_WINDOW_ATTACH, COOPMPI_IOC_WINDOW_DETACH,
 };
 
 union cm_args {
@@ -35,6 +36,8 @@ union cm_args {
 	struct coopmpi_region_register reg;
 	struct coopmpi_region_deregister dereg;
 	struct coopmpi_copy copy;
+	struct coopmpi_window_attach wattach;
+	struct coopmpi_window_detach wdetach;
 	uint8_t raw[512];
 };
 
@@ -141,6 +144,23 @@ static int build_valid(struct ctx *x, int which, union cm_args *u,
 		u->copy.iov = (uintptr_t)&x->iov;
 		u->copy.iov_count = 1;
 		u->copy.length = sizeof(x->local);
+		return x->b;
+	}
+	case I_WATTACH:
+	case I_WDETACH: {
+		struct coopmpi_window_attach a = { .size = sizeof(a) };
+		uint64_t c;
+
+		REQUIRE_OK(cm_reg(x->a, x->buf, 8192,
+				  COOPMPI_REGION_READ | COOPMPI_REGION_MAP, &c));
+		a.cookie = c;
+		if (which == I_WATTACH) {
+			u->wattach = a;
+			return x->b;
+		}
+		REQUIRE_OK(cm_ioctl(x->b, COOPMPI_IOC_WINDOW_ATTACH, &a));
+		u->wdetach.size = sizeof(u->wdetach);
+		u->wdetach.handle = a.handle;
 		return x->b;
 	}
 	}
@@ -298,8 +318,9 @@ struct field { int which; size_t off; size_t len; const char *name; };
 	{ w, offsetof(type, member), sizeof(((type *)0)->member), #type "." #member }
 
 static const struct field reserved_fields[] = {
+	F(I_INFO, struct coopmpi_info, reserved0),
 	F(I_INFO, struct coopmpi_info, reserved[0]),
-	F(I_INFO, struct coopmpi_info, reserved[3]),
+	F(I_INFO, struct coopmpi_info, reserved[2]),
 	F(I_JOIN, struct coopmpi_join, reserved[0]),
 	F(I_JOIN, struct coopmpi_join, reserved[1]),
 	F(I_JOIN, struct coopmpi_join, reserved[2]),
@@ -320,6 +341,11 @@ static const struct field reserved_fields[] = {
 	F(I_COPY, struct coopmpi_copy, reserved0),
 	F(I_COPY, struct coopmpi_copy, reserved[0]),
 	F(I_COPY, struct coopmpi_copy, reserved[1]),
+	F(I_WATTACH, struct coopmpi_window_attach, reserved0),
+	F(I_WATTACH, struct coopmpi_window_attach, reserved[0]),
+	F(I_WATTACH, struct coopmpi_window_attach, reserved[1]),
+	F(I_WDETACH, struct coopmpi_window_detach, reserved0),
+	F(I_WDETACH, struct coopmpi_window_detach, reserved[0]),
 };
 
 static void set_field(union cm_args *u, size_t off, size_t len, uint64_t v)
@@ -380,12 +406,14 @@ static const struct { int which; uint32_t flags; } bad_flags[] = {
 	{ I_RECV, 1u << 1 }, { I_RECV, COOPMPI_MBOX_WAIT | (1u << 7) },
 	{ I_RECV, 0x80000000u },
 	{ I_DOORBELL, 1 }, { I_DOORBELL, 0x80000000u },
-	{ I_REG, 1u << 2 }, { I_REG, COOPMPI_REGION_FLAGS | 0x80000000u },
+	{ I_REG, 1u << 3 }, { I_REG, COOPMPI_REGION_FLAGS | 0x80000000u },
 	{ I_DEREG, 1 }, { I_DEREG, 0x80000000u },
 	{ I_COPY, 0 },					/* no direction */
 	{ I_COPY, COOPMPI_COPY_FLAGS },			/* both directions */
 	{ I_COPY, 1u << 2 },
 	{ I_COPY, COOPMPI_COPY_FROM_REGION | 0x80000000u },
+	{ I_WATTACH, 1u << 1 }, { I_WATTACH, 0x80000000u },
+	{ I_WDETACH, 1 }, { I_WDETACH, 0x80000000u },
 };
 
 START_TEST(test_unknown_flags)
@@ -414,7 +442,7 @@ START_TEST(test_unknown_ioctl)
 	struct ctx x;
 	int u = cm_open();
 	uint8_t buf[512];
-	const unsigned nrs[] = { 0x03, 0x0f, 0x13, 0x1f, 0x23, 0x2f, 0x40,
+	const unsigned nrs[] = { 0x03, 0x0f, 0x13, 0x1f, 0x25, 0x2f, 0x40,
 				 0x7f, 0x80, 0xff };
 	const unsigned long other[] = {
 		_IOWR(0xC6, 0x00, struct coopmpi_info),

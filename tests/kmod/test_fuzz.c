@@ -41,18 +41,21 @@ struct fz {
 };
 
 static const unsigned known_nr[] = { 0x00, 0x01, 0x02, 0x10, 0x11, 0x12,
-				     0x20, 0x21, 0x22 };
+				     0x20, 0x21, 0x22, 0x23, 0x24 };
 static const size_t known_size[] = {
 	sizeof(struct coopmpi_info), sizeof(struct coopmpi_join),
 	sizeof(struct coopmpi_ep_query), sizeof(struct coopmpi_mbox_xfer),
 	sizeof(struct coopmpi_mbox_xfer), sizeof(struct coopmpi_doorbell),
 	sizeof(struct coopmpi_region_register),
 	sizeof(struct coopmpi_region_deregister), sizeof(struct coopmpi_copy),
+	sizeof(struct coopmpi_window_attach),
+	sizeof(struct coopmpi_window_detach),
 };
 static const unsigned known_dir[] = {
 	_IOC_READ | _IOC_WRITE, _IOC_READ | _IOC_WRITE, _IOC_READ | _IOC_WRITE,
 	_IOC_READ | _IOC_WRITE, _IOC_READ | _IOC_WRITE, _IOC_WRITE,
 	_IOC_READ | _IOC_WRITE, _IOC_WRITE, _IOC_READ | _IOC_WRITE,
+	_IOC_READ | _IOC_WRITE, _IOC_WRITE,
 };
 #define NKNOWN (sizeof(known_nr) / sizeof(known_nr[0]))
 
@@ -210,7 +213,7 @@ static void fz_fill(struct fz *f, unsigned k, uint8_t *buf, size_t size)
 
 		r->length = pick(f, 3) ? pick(f, ARENA + 1) : fz_u64(f);
 		r->addr = fz_ptr(f, r->length < ARENA ? r->length : 1);
-		r->flags = pick(f, 4) ? 1 + (uint32_t)pick(f, 3) : fz_u32(f);
+		r->flags = pick(f, 4) ? 1 + (uint32_t)pick(f, 7) : fz_u32(f);
 		break;
 	}
 	case 0x21: {
@@ -227,6 +230,19 @@ static void fz_fill(struct fz *f, unsigned k, uint8_t *buf, size_t size)
 		c->offset = pick(f, 2) ? pick(f, ARENA) : fz_u64(f);
 		c->iov = fz_iov(f, &c->iov_count);
 		c->length = pick(f, 2) ? pick(f, 65536) : fz_u64(f);
+		break;
+	}
+	case 0x23: {
+		struct coopmpi_window_attach *a = (void *)buf;
+
+		a->flags = pick(f, 4) ? (uint32_t)pick(f, 2) : fz_u32(f);
+		a->cookie = fz_cookie(f);
+		break;
+	}
+	case 0x24: {
+		struct coopmpi_window_detach *d = (void *)buf;
+
+		d->handle = pick(f, 2) ? (uint32_t)pick(f, 4096) : fz_u32(f);
 		break;
 	}
 	}
@@ -498,7 +514,15 @@ START_TEST(test_fuzz_mmap)
 		case 3: off = COOPMPI_MMAP_RING(cm_rng_below(&rng, maxep + 4)); break;
 		case 4: off = COOPMPI_MMAP_RING(cm_rng_below(&rng, 1ULL << 24)); break;
 		case 5: off = COOPMPI_MMAP_RING_BASE - 4096 * (1 + cm_rng_below(&rng, 4)); break;
-		case 6: off = (cm_rng_next(&rng) & ((1ULL << 62) - 1)) & ~4095ULL; break;
+		case 6:
+			switch (cm_rng_below(&rng, 4)) {
+			case 0: off = COOPMPI_MMAP_WINDOW_STATE + 4096 * cm_rng_below(&rng, 3); break;
+			case 1: off = COOPMPI_MMAP_WINDOW(cm_rng_below(&rng, 4096)) +
+				      4096 * cm_rng_below(&rng, 32); break;
+			case 2: off = cm_rng_next(&rng) & ~4095ULL; break;
+			default: off = (cm_rng_next(&rng) & ((1ULL << 62) - 1)) & ~4095ULL; break;
+			}
+			break;
 		default: off = COOPMPI_MMAP_RING(ja.ep_id) + cm_rng_below(&rng, 4096); break;
 		}
 		switch (cm_rng_below(&rng, 8)) {

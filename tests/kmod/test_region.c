@@ -36,7 +36,7 @@ START_TEST(test_register_invalid)
 	int r;
 
 	pair_init(&p);
-	REQUIRE_ERR(cm_reg(p.owner, p.buf, RLEN, 1u << 2, &c), EINVAL);
+	REQUIRE_ERR(cm_reg(p.owner, p.buf, RLEN, 1u << 3, &c), EINVAL);
 	REQUIRE_ERR(cm_reg(p.owner, p.buf, RLEN,
 			   COOPMPI_REGION_READ | 0x80000000u, &c), EINVAL);
 	REQUIRE_ERR(cm_reg(p.owner, p.buf, 0, COOPMPI_REGION_READ, &c), EINVAL);

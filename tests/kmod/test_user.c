@@ -2,10 +2,10 @@
 /*
  * test_user.c - what one user may hold, and what it may not take from
  * another: the per-user limits (user_max_endpoints, user_max_domains,
- * user_max_dma_inflight, user_max_dma_bytes: the error at the limit,
- * nothing else affected, room again once released) and the DMA workers'
- * fairness between users (another user's copy latency while one user
- * floods the workers).
+ * user_max_dma_inflight, user_max_dma_bytes, user_max_windows: the error
+ * at the limit, nothing else affected, room again once released) and the
+ * DMA workers' fairness between users (another user's copy latency
+ * while one user floods the workers).
  */
 #include "dma_helpers.h"
 
@@ -109,6 +109,39 @@ static void domains_part(void *arg)
 START_TEST(test_user_domains)
 {
 	limit_for_nobody("user_max_domains", "2", domains_part);
+}
+END_TEST
+
+/* nobody may hold 3 windows: a 4th attach fails until one is detached */
+static void windows_part(void *arg)
+{
+	uint64_t key = cm_unique_key(), cookie;
+	int a = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
+	int b = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+	struct coopmpi_window_attach w[4];
+	void *buf = cm_map_anon(4096);
+
+	(void)arg;
+	REQUIRE_OK(cm_reg(a, buf, 4096, COOPMPI_REGION_READ |
+			  COOPMPI_REGION_MAP, &cookie));
+	for (int i = 0; i < 4; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].size = sizeof(w[i]);
+		w[i].cookie = cookie;
+	}
+	REQUIRE_OK(cm_ioctl(b, COOPMPI_IOC_WINDOW_ATTACH, &w[0]));
+	REQUIRE_OK(cm_ioctl(b, COOPMPI_IOC_WINDOW_ATTACH, &w[1]));
+	REQUIRE_OK(cm_ioctl(a, COOPMPI_IOC_WINDOW_ATTACH, &w[2]));
+	REQUIRE_ERR(cm_ioctl(a, COOPMPI_IOC_WINDOW_ATTACH, &w[3]), EDQUOT);
+	close(b);	/* frees its two */
+	REQUIRE_OK(cm_ioctl(a, COOPMPI_IOC_WINDOW_ATTACH, &w[3]));
+	close(a);
+}
+
+START_TEST(test_user_windows)
+{
+	limit_for_nobody("user_max_windows", "3", windows_part);
+	REQUIRE_ERR(cm_write_file(CM_PARAM_DIR "user_max_windows", "0"), EINVAL);
 }
 END_TEST
 
@@ -326,6 +359,7 @@ void add_user_tests(Suite *s)
 
 	tcase_add_test(tc, test_user_endpoints);
 	tcase_add_test(tc, test_user_domains);
+	tcase_add_test(tc, test_user_windows);
 	suite_add_tcase(s, tc);
 }
 
