@@ -241,7 +241,7 @@ plan_full() {
 		((cur_round % 2 == 0)) && reverse_from "$first"
 	done
 	if [[ $vm_on != 0 ]]; then
-		add vm-soft @vm soft "" "" 1 vm soft lib dma stripe ucx
+		add vm-soft @vm soft "" "" 1 vm soft lib dma window stripe ucx
 		add vm-hw @vm hw "" "" 1 vm hw dma stripe hca
 	fi
 }
@@ -523,7 +523,7 @@ plan_smoke() {
 	}
 	plan_smoke_peers "$t"
 	if [[ $vm_on != 0 ]]; then
-		add vm-soft @vm soft "" "" 1 vm soft smoke-lib smoke-dma
+		add vm-soft @vm soft "" "" 1 vm soft smoke-lib smoke-dma smoke-window
 		add vm-hw @vm hw "" "" 1 vm hw smoke-dma
 	fi
 }

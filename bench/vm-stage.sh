@@ -6,6 +6,8 @@
 #   lib    libcoopmpi with COOP_PROVIDER=kmod and =shm (same VM, so their
 #          ratio means something), every rendezvous protocol: pingpong, bw
 #   dma    bench/bin/dma_bw: the driver's DMA channel vs. COOPMPI_IOC_COPY
+#   window bench/bin/window_bw: a copy through a window vs. COOPMPI_IOC_COPY
+#          vs. process_vm_readv, 64 KiB - 16 MiB
 #   stripe bench/bw on the kmod provider, one message at a time: offload
 #          striping (COOP_RNDV=stripe, ratio measured) vs. the CPU alone
 #          (rput) and the engine alone (dma)
@@ -20,6 +22,7 @@
 #          driver (kmod provider), 8 B latency, 1 and 4 MiB bandwidth
 #   smoke-lib  every libcoopmpi program once on the kmod provider, tiny sizes
 #   smoke-dma  dma_bw once, tiny sizes
+#   smoke-window  window_bw once, tiny sizes
 #
 # Each run writes OUTDIR/NAME.out (stdout) and NAME.err and appends
 # "NAME|csv|series|columns|sizes" to OUTDIR/manifest; run-suite.sh checks
@@ -100,6 +103,11 @@ for mode in "$@"; do
 		# shellcheck disable=SC2086
 		one "vm-$dma_tag" dma "$dma_tag" 4 "$sizes" bench/bin/dma_bw -i 4 -r 3 -q 4 $sizes
 		;;
+	window)
+		sizes="65536 262144 1048576 4194304 16777216"
+		# shellcheck disable=SC2086
+		one vm-window window window 3 "$sizes" bench/bin/window_bw -r 3 $sizes
+		;;
 	patterns)
 		# small: under TCG copies are ~100x slower than natively
 		sizes="262144 1048576"
@@ -152,6 +160,10 @@ for mode in "$@"; do
 	smoke-dma)
 		one "vm-smoke-$dma_tag" dma "$dma_tag" 4 "65536" \
 			bench/bin/dma_bw -i 2 -r 1 -q 4 65536
+		;;
+	smoke-window)
+		one vm-smoke-window window window 3 "65536" \
+			bench/bin/window_bw -i 2 -r 1 65536
 		;;
 	*)
 		echo "vm-stage: unknown mode '$mode'" >&2

@@ -114,6 +114,7 @@ declare -A HDR=(
 	[vm_mbw_mr]="MBps,messages_per_s"
 	[vm_overlap]="send_overlap_pct,recv_overlap_pct,send_pure_us,recv_pure_us"
 	[dma]="dma_MBps,copy_MBps,dma_overlap_pct,copy_overlap_pct"
+	[window]="window_MBps,copy_MBps,cma_MBps"
 )
 
 # csv_rows RAW SERIES COLS "SIZES" ROUND: RAW's lines as CSV rows
