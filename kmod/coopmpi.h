@@ -180,6 +180,7 @@ struct coopmpi_ep {
 	struct coopmpi_dma_ep *dma;
 	/* window.c: slot -> the windows it attached (until freed) */
 	struct xarray windows;
+	atomic_t nr_windows;		/* not freed yet: release waits */
 	struct coopmpi_shm *window_state;	/* set once, cmpxchg */
 	struct address_space *mapping;		/* its file's: window zaps */
 };

@@ -32,6 +32,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
@@ -294,6 +295,7 @@ static void window_release(struct kref *ref)
 	struct coopmpi_window *w = container_of(ref, struct coopmpi_window,
 						ref);
 	struct coopmpi_region *r = w->r;
+	struct coopmpi_ep *ep = w->ep;
 
 	if (w->notifier_on)
 		mmu_interval_notifier_remove(&w->notifier);
@@ -302,10 +304,13 @@ static void window_release(struct kref *ref)
 	spin_unlock(&r->windows_lock);
 	if (w->handle)
 		xa_erase(&window_handles, w->handle);
-	xa_erase(&w->ep->windows, w->slot);
-	coopmpi_user_uncharge(w->ep->user, COOPMPI_USER_WINDOWS, 1);
+	xa_erase(&ep->windows, w->slot);
+	coopmpi_user_uncharge(ep->user, COOPMPI_USER_WINDOWS, 1);
 	coopmpi_region_put(r);
 	kfree(w);
+	/* last: the endpoint's release may free it once this is 0 */
+	if (atomic_dec_and_test(&ep->nr_windows))
+		wake_up_var(&ep->nr_windows);
 }
 
 static void window_state_free(struct coopmpi_shm *shm)
@@ -412,6 +417,7 @@ static struct coopmpi_window *window_new(struct coopmpi_ep *ep,
 		kfree(w);
 		return ERR_PTR(ret == -EBUSY ? -ENOSPC : ret);
 	}
+	atomic_inc(&ep->nr_windows);
 	WRITE_ONCE(*window_word(w), 0);
 	return w;
 }
@@ -570,7 +576,12 @@ void coopmpi_windows_region_gone(struct coopmpi_region *r)
 	spin_unlock(&r->windows_lock);
 }
 
-/* At close: no mapping of @ep's is left, so this frees every window. */
+/*
+ * At close no mapping of @ep's is left, so this frees every window -
+ * but the death of a window's region may hold one a little longer
+ * (coopmpi_windows_region_gone, in the owner's context), and a window
+ * uses its endpoint until it is freed: wait for that.
+ */
 void coopmpi_windows_release(struct coopmpi_ep *ep)
 {
 	struct coopmpi_window *w, *attached;
@@ -583,6 +594,7 @@ void coopmpi_windows_release(struct coopmpi_ep *ep)
 			window_put(attached);
 		}
 	}
+	wait_var_event(&ep->nr_windows, !atomic_read(&ep->nr_windows));
 	WARN_ON_ONCE(!xa_empty(&ep->windows));
 	if (ep->window_state)
 		coopmpi_shm_put(ep->window_state);

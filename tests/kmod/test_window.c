@@ -4,8 +4,9 @@
  * loads and stores.  The new data after the owner frees and maps again at
  * the same address, writes, deregistration and owner exit (zeros, no
  * signal), holes, a copier racing the owner's remaps (no accepted copy
- * mixes old and new data), refusals, the per-endpoint bound, fork, and
- * windows mapped over each other's regions (invalidations end).
+ * mixes old and new data), refusals, the per-endpoint bound, fork,
+ * windows mapped over each other's regions (invalidations end), and a
+ * copier closing while the owner exits.
  */
 #include "helpers.h"
 
@@ -540,6 +541,46 @@ START_TEST(test_window_crossed)
 }
 END_TEST
 
+/*
+ * The owner exits (its regions' windows die in its context) while the
+ * copier closes its endpoint: the copier's close waits for the windows
+ * the owner's exit still holds, 100 times.
+ */
+START_TEST(test_window_close_race)
+{
+	const uint32_t ro = COOPMPI_REGION_READ | COOPMPI_REGION_MAP;
+	uint64_t key = cm_unique_key();
+	int keeper = cm_open_join(key, COOPMPI_JOIN_CREATE, NULL);
+
+	for (int i = 0; i < 100; i++) {
+		struct coopmpi_window_attach a;
+		struct cm_owner o;
+		int fd = cm_open_join(key, COOPMPI_JOIN_EXISTING, NULL);
+		uint8_t *m[4];
+
+		cm_owner_spawn(&o, key, NULL, WLEN, ro, 3);
+		for (int k = 0; k < 4; k++) {
+			REQUIRE_OK(wattach(fd, o.cookie, 0, &a));
+			m[k] = wmap(fd, a.handle, WLEN, PROT_READ, MAP_SHARED);
+			REQUIRE(m[k] != MAP_FAILED, "mmap: %s",
+				strerror(errno));
+			REQUIRE(m[k][k] == cm_pattern_byte(3, k),
+				"window data");
+			REQUIRE_OK(wdetach(fd, a.handle));
+		}
+		/* the owner's death zaps mapped windows: unmap meanwhile */
+		kill(o.pid, SIGKILL);
+		cm_sleep_ms(i % 3);
+		for (int k = 0; k < 4; k++)
+			REQUIRE_OK(munmap(m[k], WLEN));
+		close(fd);
+		REQUIRE(waitpid(o.pid, NULL, 0) == o.pid, "waitpid");
+		close(o.sock);
+	}
+	close(keeper);
+}
+END_TEST
+
 void add_window_tests(Suite *s)
 {
 	TCase *tc = cm_tcase("window", 60);
@@ -555,5 +596,6 @@ void add_window_tests(Suite *s)
 	tcase_add_test(tc, test_window_bound);
 	tcase_add_test(tc, test_window_fork);
 	tcase_add_test(tc, test_window_crossed);
+	tcase_add_test(tc, test_window_close_race);
 	suite_add_tcase(s, tc);
 }
