@@ -487,7 +487,9 @@ typedef struct coop_stats {
 					 * receives not posted yet (RTR mode:
 					 * with the receivers' RTRs held for
 					 * sends not started) */
-	uint64_t reserved[6];	/* zero: room for later counters */
+	uint64_t window_bytes;	/* of copy_bytes, those copied through
+				 * windows (peers' regions mapped) */
+	uint64_t reserved[5];	/* zero: room for later counters */
 } coop_stats_t;
 
 /*

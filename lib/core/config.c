@@ -296,6 +296,15 @@ static const struct cfg_entry table[] = {
 	  "the rank polls each (0: none)" },
 	{ "COOP_BOUNCE_SLOTS", CFG_UINT, FIELD(bounce_slots), "64", 4, 4096,
 	  NULL, 0, "bounce buffers per rank" },
+	{ "COOP_WINDOWS", CFG_UINT, FIELD(windows), "64", 0, 256, NULL, 0,
+	  "peers' regions kept mapped by a rank (kmod provider: the driver's "
+	  "windows), whose chunks it copies with memcpy instead of the "
+	  "driver's COPY; its own regions may be mapped by peers; 0: none" },
+	{ "COOP_REG_CACHE", CFG_UINT, FIELD(reg_cache), "64", 0, 4096, NULL,
+	  0,
+	  "registrations a rank keeps after their message, for the next one "
+	  "on the same buffer (and the peers' windows of it); kmod "
+	  "provider, whose regions name addresses, not pages; 0: none" },
 	{ "COOP_SPIN", CFG_UINT, FIELD(spin), "20000", 0, 1u << 30, NULL, 0,
 	  "empty polls of a blocked call before it sleeps (about 0.3 ms by "
 	  "default; one in 256 yields the CPU to ranks that share it, every "

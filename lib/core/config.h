@@ -79,6 +79,8 @@ struct coop_config {
 	unsigned fbox_slots;	/* COOP_FBOX_SLOTS */
 	unsigned fbox_senders;	/* COOP_FBOX_SENDERS */
 	unsigned bounce_slots;	/* COOP_BOUNCE_SLOTS */
+	unsigned windows;	/* COOP_WINDOWS */
+	unsigned reg_cache;	/* COOP_REG_CACHE */
 	unsigned spin;		/* COOP_SPIN */
 	unsigned sleep_us;	/* COOP_SLEEP_US */
 	unsigned boot_timeout;	/* COOP_BOOT_TIMEOUT_S */

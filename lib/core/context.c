@@ -49,7 +49,8 @@ static int open_provider(struct coop_context *ctx, int dynamic)
 	ctx->prov.rank = ctx->rank;
 	ctx->prov.nranks = ctx->size;
 	ctx->prov.flags = (cfg->cma_off ? COOP_PROV_NO_COPY : 0) |
-			  (dynamic ? COOP_PROV_DYNAMIC : 0);
+			  (dynamic ? COOP_PROV_DYNAMIC : 0) |
+			  (cfg->windows ? COOP_PROV_WINDOWS : 0);
 	ctx->prov.ring_slots = cfg->ring_slots;
 	ctx->prov.fbox_slots = cfg->fbox_slots;
 	ctx->prov.fbox_senders = cfg->fbox_senders;
@@ -112,6 +113,10 @@ static int open_endpoint(struct coop_context *ctx, int dynamic)
 	rc = open_provider(ctx, dynamic);
 	if (!rc)
 		rc = init_peers(ctx);
+	if (!rc)
+		rc = coop_regcache_init(ctx);
+	if (!rc)
+		rc = coop_windows_init(ctx);
 	if (!rc)
 		rc = init_segment(ctx);
 	if (lock >= 0)
@@ -252,8 +257,11 @@ void coop_core_fini(struct coop_context *ctx)
 			coop_seg_unmap(&ctx->peers[i].seg);
 	if (ctx->seg.base)
 		coop_seg_destroy(&ctx->seg);
-	if (ctx->prov.ops)
+	if (ctx->prov.ops) {
+		coop_windows_fini(ctx);
+		coop_regcache_fini(ctx);
 		ctx->prov.ops->close(&ctx->prov);
+	}
 	/* a dynamic domain's last endpoint out also removes what the dead
 	 * ones left (the static job's launcher does it for its ranks) */
 	if (lock >= 0) {

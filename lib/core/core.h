@@ -88,6 +88,7 @@ struct coop_job {
 	uint8_t help_only;	/* COOP: our range is empty (assisted RGET or
 				 * RPUT): we take chunks only when idle */
 	uint8_t copying;	/* a thread copies a chunk of it, unlocked */
+	uint8_t by_window;	/* its last chunk went through a window */
 	uint8_t end_deferred;	/* its request ended meanwhile: completes
 				 * when that copy is over */
 	int peer;
@@ -217,6 +218,7 @@ struct coop_req_owner {
 struct coop_req_region {
 	struct coop_rkey key;
 	uint8_t valid;
+	uint8_t cached;		/* the registration cache's (regcache.c) */
 };
 
 /*
@@ -276,6 +278,50 @@ COOP_HIDDEN struct coop_context *coop_req_array_ctx(int count,
 						    struct coop_request **reqs);
 /* The chunk copy of r's job is over: r completes if it ended meanwhile. */
 COOP_HIDDEN void coop_req_copy_over(struct coop_request *r);
+
+/* ---------------- registrations and windows ---------------- */
+
+/* Registrations kept for the next message on the same buffer
+ * (regcache.c): *cached says whether coop_reg_put keeps it. */
+struct coop_reg;
+struct coop_regcache {
+	struct coop_reg *regs;
+	unsigned n;		/* COOP_REG_CACHE, 0 when not cacheable */
+	uint64_t clock;
+};
+
+COOP_HIDDEN int coop_regcache_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_regcache_fini(struct coop_context *ctx);
+/* Register addr (or take the kept registration of it): 0 or -errno. */
+COOP_HIDDEN int coop_reg_get(struct coop_context *ctx, void *addr,
+			     size_t len, unsigned access,
+			     struct coop_rkey *key, uint8_t *cached);
+COOP_HIDDEN void coop_reg_put(struct coop_context *ctx,
+			      const struct coop_rkey *key, uint8_t cached);
+
+/* Peers' regions kept mapped (window.c). */
+struct coop_window;
+struct coop_windows {
+	struct coop_window *w;
+	unsigned n;		/* COOP_WINDOWS, 0 without windows */
+	uint64_t clock;
+};
+
+COOP_HIDDEN int coop_windows_init(struct coop_context *ctx);
+COOP_HIDDEN void coop_windows_fini(struct coop_context *ctx);
+/* A window of peer's region key (writable for copies into it), held for
+ * one copy until coop_window_put; NULL: copy with the provider. */
+COOP_HIDDEN struct coop_window *coop_window_get(struct coop_context *ctx,
+						int peer,
+						const struct coop_rkey *key,
+						int writable);
+/* Copy n bytes at off of the region to or from local, unlocked: 1 when
+ * they are what the owner had (else copy them again another way). */
+COOP_HIDDEN int coop_window_copy(struct coop_window *w, uint64_t off,
+				 void *local, uint64_t n, int to_peer);
+COOP_HIDDEN void coop_window_put(struct coop_context *ctx,
+				 struct coop_window *w);
+COOP_HIDDEN void coop_windows_peer_gone(struct coop_context *ctx, int peer);
 
 /* ---------------- protocols and upcalls ---------------- */
 
@@ -426,6 +472,8 @@ struct coop_context {
 	struct coop_request done_req;	/* static, always complete */
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	coop_stats_t stats;	/* coop_get_stats() */
+	struct coop_regcache regs;	/* regcache.c */
+	struct coop_windows wins;	/* window.c */
 	unsigned idle;
 	int blocked;		/* callers inside a completion call's progress
 				 * step (or the progress thread): assisting

@@ -234,6 +234,7 @@ void coop_peer_failed(struct coop_context *ctx, int peer)
 		return;
 	ctx->peers[peer].dead = 1;
 	ctx->deaths++;
+	coop_windows_peer_gone(ctx, peer);
 }
 
 void coop_peer_misbehaved(struct coop_context *ctx, int peer,

@@ -122,8 +122,8 @@ int coop_req_reg(struct coop_request *r, unsigned access)
 
 	if (r->region.valid)
 		return COOP_SUCCESS;
-	rc = ctx->prov.ops->reg(&ctx->prov, r->msg.buf, r->msg.len, access,
-				&r->region.key);
+	rc = coop_reg_get(ctx, r->msg.buf, r->msg.len, access, &r->region.key,
+			  &r->region.cached);
 	if (rc)
 		return coop_err_from_errno(rc);
 	r->region.valid = 1;
@@ -136,7 +136,7 @@ static void req_release_resources(struct coop_request *r)
 	const struct coop_proto_ops *ops = coop_proto_ops(ctx, r->rndv.proto);
 
 	if (r->region.valid) {
-		ctx->prov.ops->dereg(&ctx->prov, &r->region.key);
+		coop_reg_put(ctx, &r->region.key, r->region.cached);
 		r->region.valid = 0;
 	}
 	if (ops && ops->release)

@@ -23,6 +23,7 @@
 
 #include "provider.h"
 #include "prov_kmod_dma.h"
+#include "prov_kmod_window.h"
 #include "ring.h"
 #include "util.h"
 
@@ -60,6 +61,7 @@ struct kmod_priv {
 	struct coopmpi_load_slot *slots;
 	struct kmod_peer *peers;
 	struct kmod_dma *dma;	/* prov_kmod_dma.c, NULL until asked for */
+	const uint64_t *win_state;	/* prov_kmod_window.c, NULL until used */
 };
 
 static void *map_dev(int fd, uint64_t offset, uint64_t bytes)
@@ -127,8 +129,9 @@ static int kmod_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 		return -ENOMEM;
 	p->rx = &k->own;
 	rc = kmod_map_own(k);
-	/* the COPY ioctl adds total_ops/total_bytes to our slot */
-	p->caps |= COOP_PROV_CAP_KERNEL_TOTALS;
+	/* the COPY ioctl adds total_ops/total_bytes to our slot; regions
+	 * pin nothing, COPY and windows find the pages at copy time */
+	p->caps |= COOP_PROV_CAP_KERNEL_TOTALS | COOP_PROV_CAP_REG_BY_ADDRESS;
 	return rc;
 }
 
@@ -203,6 +206,7 @@ static void kmod_close(struct coop_provider *p)
 	if (!k)
 		return;
 	kmod_dma_close(k->dma);	/* its copies use the fd and our memory */
+	kmod_win_close(p);
 	for (i = 0; k->peers && i < p->nranks; i++)
 		kmod_disconnect(p, i);
 	if (k->own_map)
@@ -296,7 +300,7 @@ static int kmod_reg(struct coop_provider *p, void *addr, size_t len,
 	struct kmod_priv *k = p->priv;
 	struct coopmpi_region_register r = {
 		.size = sizeof(r),
-		.flags = access & (COOPMPI_REGION_READ | COOPMPI_REGION_WRITE),
+		.flags = kmod_win_reg_flags(p, access),
 		.addr = (uint64_t)(uintptr_t)addr,
 		.length = len,
 	};
@@ -398,6 +402,21 @@ struct kmod_dma **kmod_ep_dma(struct coop_provider *p)
 	return &k->dma;
 }
 
+/* For prov_kmod_window.c. */
+const struct coopmpi_info *kmod_ep_info(const struct coop_provider *p)
+{
+	const struct kmod_priv *k = p->priv;
+
+	return &k->info;
+}
+
+const uint64_t **kmod_ep_win_state(struct coop_provider *p)
+{
+	struct kmod_priv *k = p->priv;
+
+	return &k->win_state;
+}
+
 const struct coop_provider_ops coop_provider_kmod = {
 	.name = "kmod",
 	.open = kmod_open_ep,
@@ -414,6 +433,8 @@ const struct coop_provider_ops coop_provider_kmod = {
 	.reg = kmod_reg,
 	.dereg = kmod_dereg,
 	.copy = kmod_copy,
+	.win_map = kmod_win_map,
+	.win_unmap = kmod_win_unmap,
 	.peer_alive = kmod_peer_alive,
 	.copy_ok = kmod_copy_ok,
 	.load_slot = kmod_load_slot,

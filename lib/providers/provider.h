@@ -60,6 +60,21 @@ struct coop_offload_done {
 	uint64_t bytes;		/* data bytes copied */
 };
 
+/*
+ * A window: a peer's region mapped here (win_map), so that its bytes are
+ * copied with loads and stores.  What a copy through it got is good when
+ * *state read before it (acquire) is even, carries neither
+ * COOPMPI_WINDOW_DEAD nor COOPMPI_WINDOW_HOLE, and equals *state read
+ * after it (include/coopmpi_uapi.h).
+ */
+struct coop_window_map {
+	uint8_t *base;		/* the region's byte 0 */
+	const uint64_t *state;	/* its state word */
+	void *map;		/* what win_unmap unmaps */
+	size_t map_bytes;
+	uint32_t handle;
+};
+
 /* Largest endpoint address blob a provider produces. */
 #define COOP_ADDR_MAX 128
 
@@ -120,6 +135,18 @@ struct coop_provider_ops {
 			const struct iovec *iov, int iovcnt, size_t len,
 			enum coop_copy_dir dir);
 
+	/*
+	 * Windows (optional: both NULL when the provider has none).  Map
+	 * peer's region key, writable or not: 0, or -errno (-EACCES: its
+	 * owner did not allow it, -ENXIO/-ESRCH: it is gone, -ENOSPC: too
+	 * many windows).  Mapping is a system call and every page's first
+	 * touch a fault: callers keep windows (core/window.c).
+	 */
+	int (*win_map)(struct coop_provider *p, int peer,
+		       const struct coop_rkey *key, int writable,
+		       struct coop_window_map *w);
+	void (*win_unmap)(struct coop_provider *p, struct coop_window_map *w);
+
 	/* Is the peer still alive?  1 yes, 0 no. */
 	int (*peer_alive)(struct coop_provider *p, int peer);
 	/*
@@ -170,6 +197,8 @@ struct coop_provider_ops {
  * the node domain job_key, and the domain's size) and stores them in
  * p->rank and p->nranks; peers connect one by one. */
 #define COOP_PROV_DYNAMIC	(1u << 1)
+/* Let peers map our regions (win_map), where the provider can. */
+#define COOP_PROV_WINDOWS	(1u << 2)
 
 /* The offload engine asked for (p->engine_want), set before open(). */
 enum coop_engine_choice {
@@ -179,6 +208,10 @@ enum coop_engine_choice {
 
 /* What the provider does itself, set by open(). */
 #define COOP_PROV_CAP_KERNEL_TOTALS (1u << 0)	/* copy() charges total_* */
+/* A registration names addresses, not pages (nothing is pinned), so it
+ * stays right for whatever memory is at them later: it may be kept and
+ * used again (core's registration cache). */
+#define COOP_PROV_CAP_REG_BY_ADDRESS (1u << 1)
 
 struct coop_provider {
 	const struct coop_provider_ops *ops;

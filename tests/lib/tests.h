@@ -25,6 +25,7 @@ TCase *tc_msg(void);
 TCase *tc_threads(void);
 TCase *tc_neighbor(void);
 TCase *tc_fbox(void);
+TCase *tc_window(void);
 
 /* t_proto.c: two ranks, every size 0 B .. 64 MiB (arg NULL) or up to
  * *(const size_t *)arg, unaligned, receives posted before and after the

@@ -105,7 +105,7 @@ for size in 1 65536 4194304; do
 	log=$(out ringtest-$size)
 	before=$(copy_bytes)
 	if LD_PRELOAD=$tmp/copy_count.so timeout -k 5 60 "${launch[@]}" -np 2 \
-		-x UCX_LOG_LEVEL=info $py -m mpi4py.bench ringtest -n $size -l 50 -s 5 \
+		-x UCX_LOG_LEVEL=info -x COOP_VERBOSE=1 $py -m mpi4py.bench ringtest -n $size -l 50 -s 5 \
 		</dev/null >"$log" 2>&1 &&
 		grep -q "time for 50 loops.*2 processes, $size bytes" "$log"; then
 		ok "mpi4py.bench ringtest $size B x 50 (data checked)"

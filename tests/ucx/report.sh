@@ -43,15 +43,18 @@ hasnt() { if grep -qE -- "$2" "$1"; then nok "$3" "$1"; else ok "$3"; fi; }
 # copies; mca_btl_vader.so: vader's CMA).
 # copy_bytes: the driver's COPY bytes so far (kmod provider, sysfs).
 # coop_copied LOG BEFORE: the bytes coop copied in a run: LOG's copy_count
-# lines of libuct_coop.so and the driver's bytes since BEFORE (copy_bytes).
+# lines of libuct_coop.so, the driver's bytes since BEFORE (copy_bytes)
+# and what went through windows (the ranks' COOP_VERBOSE=1 "copied:"
+# lines at finalize: a window's copy makes no system call).
 copy_count_build() {
 	cc -O2 -Wall -Werror -shared -fPIC tests/ucx/copy_count.c \
 		-o "$1/copy_count.so" -ldl
 }
 copy_bytes() { cat /sys/kernel/coopmpi/copy_bytes 2>/dev/null || echo 0; }
 coop_copied() {
-	local shm
-	shm=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
+	local own
+	own=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
+		/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
 		END { print s + 0 }' "$1")
-	echo $((shm + $(copy_bytes) - $2))
+	echo $((own + $(copy_bytes) - $2))
 }
