@@ -58,7 +58,7 @@ int kmod_win_map(struct coop_provider *p, int peer,
 		.cookie = key->cookie,
 	};
 	const uint64_t *state = win_state(p);
-	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+	int prot = PROT_READ | (writable ? PROT_WRITE : 0), err;
 	void *m;
 
 	(void)peer;	/* the cookie names the region, and so its owner */
@@ -68,19 +68,15 @@ int kmod_win_map(struct coop_provider *p, int peer,
 		return -errno;
 	m = mmap(NULL, a.map_bytes, prot, MAP_SHARED, kmod_ep_fd(p),
 		 (off_t)COOPMPI_MMAP_WINDOW(a.handle));
-	if (m == MAP_FAILED) {
-		int err = errno;
-
-		win_detach(p, a.handle);
-		return -err;
-	}
-	/* the window lives while mapped: the handle is no longer needed */
+	err = errno;
+	/* a window lives while mapped: the handle is not needed any more */
 	win_detach(p, a.handle);
+	if (m == MAP_FAILED)
+		return -err;
 	w->map = m;
 	w->map_bytes = a.map_bytes;
 	w->base = (uint8_t *)m + a.page_offset;
 	w->state = state + a.state_index;
-	w->handle = a.handle;
 	return 0;
 }
 

@@ -72,7 +72,6 @@ struct coop_window_map {
 	const uint64_t *state;	/* its state word */
 	void *map;		/* what win_unmap unmaps */
 	size_t map_bytes;
-	uint32_t handle;
 };
 
 /* Largest endpoint address blob a provider produces. */
