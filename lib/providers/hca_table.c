@@ -4,13 +4,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic.h"
 #include "hca_table.h"
+#include "provider.h"
 
 #define READ_TRIES 1000	/* reads of an entry the owner keeps writing */
 
@@ -77,22 +77,6 @@ static uint32_t key_hash(uint64_t cookie)
 	       (HCA_KEYS - 1);
 }
 
-/* The owner is the only writer: its own loads of seq need no order. */
-static void entry_begin(struct hca_key *e)
-{
-	uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
-
-	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static void entry_end(struct hca_key *e)
-{
-	uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
-
-	__atomic_store_n(&e->seq, s + 1, __ATOMIC_RELEASE);
-}
-
 int hca_table_add(struct hca_table *t, uint64_t cookie, uint64_t addr,
 		  uint64_t len, uint32_t rkey)
 {
@@ -103,13 +87,13 @@ int hca_table_add(struct hca_table *t, uint64_t cookie, uint64_t addr,
 
 		if (e->state == HCA_KEY_LIVE)
 			continue;
-		entry_begin(e);
+		coop_seq_write_begin(&e->seq);
 		__atomic_store_n(&e->cookie, cookie, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->len, len, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->rkey, rkey, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->state, HCA_KEY_LIVE, __ATOMIC_RELAXED);
-		entry_end(e);
+		coop_seq_write_end(&e->seq);
 		return (int)((h + i) & (HCA_KEYS - 1));
 	}
 	return -ENOSPC;
@@ -119,9 +103,9 @@ void hca_table_remove(struct hca_table *t, int i)
 {
 	struct hca_key *e = &t->keys[i];
 
-	entry_begin(e);
+	coop_seq_write_begin(&e->seq);
 	__atomic_store_n(&e->state, HCA_KEY_DEAD, __ATOMIC_RELAXED);
-	entry_end(e);
+	coop_seq_write_end(&e->seq);
 }
 
 /* One consistent read of entry e into *out: 0, or -EAGAIN. */
@@ -130,17 +114,14 @@ static int entry_read(const struct hca_key *e, struct hca_key *out)
 	int tries;
 
 	for (tries = 0; tries < READ_TRIES; tries++) {
-		uint32_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		uint32_t s1 = coop_seq_read_begin(&e->seq);
 
-		if (s1 & 1)
-			continue;
 		out->state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
 		out->cookie = __atomic_load_n(&e->cookie, __ATOMIC_RELAXED);
 		out->addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
 		out->len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
 		out->rkey = __atomic_load_n(&e->rkey, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s1)
+		if (!coop_seq_read_retry(&e->seq, s1))
 			return 0;
 	}
 	return -EAGAIN;
@@ -171,19 +152,14 @@ int hca_table_lookup(const struct hca_table *t, uint64_t cookie,
 int hca_table_map(struct hca_table *t, int pid, int fd, uint32_t nranks,
 		  uint32_t rank)
 {
-	char path[64];
-	struct stat st;
 	int rc = -EPROTO;
 
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
 	t->bytes = table_bytes(nranks);
-	if (fstat(fd, &st) || (size_t)st.st_size != t->bytes)
-		goto out;
+	fd = coop_peer_fd_open(pid, fd, O_RDONLY, t->bytes);
+	if (fd < 0)
+		return fd;
 	t->map = mmap(NULL, t->bytes, PROT_READ, MAP_SHARED, fd, 0);
 	if (t->map == MAP_FAILED) {
 		rc = -errno;

@@ -268,6 +268,13 @@ int coop_provider_open(struct coop_provider *p, const char *name,
 int coop_shm_lock(const char *name);
 
 /*
+ * Open fd of process pid (a memfd it publishes) with open flags, through
+ * /proc: the new fd, -ESRCH (no such fd or process), -EPROTO (not a
+ * regular file of bytes bytes) or -errno (e.g. -EACCES: not ours).
+ */
+int coop_peer_fd_open(int pid, int fd, int flags, size_t bytes);
+
+/*
  * Put the HCA-loopback engine (prov_hca.c) on top of the open provider
  * p: it takes over p's offload ops, reg/dereg (a writable region also
  * gets an HCA key) and address/connect (queue pairs), and close.  0 or
