@@ -330,6 +330,26 @@ COOP_API int coop_finalize(coop_context_t *ctx);
  */
 COOP_API int coop_cleanup_stale(void);
 
+/*
+ * coop_alloc_mem / coop_free_mem - memory the peers of this process's
+ * node domain copy from and into directly (what MPI_Alloc_mem and
+ * MPI_Free_mem map to): a message to or from it is copied by the peer
+ * with loads and stores through a mapping of it, kept from message to
+ * message (a window), instead of a system call per chunk.  Without the
+ * driver this is the only memory that gets windows (with it every
+ * registered buffer can, see COOP_WINDOWS).  size < 64 KiB gets malloc's
+ * memory (messages that small are not copied across).  Needs no context.
+ * The memory is shared with a child made by fork() (as MAP_SHARED
+ * memory is); exec() drops it.  Do not munmap() or mremap() it: free it
+ * with coop_free_mem, which keeps a few freed blocks for reuse.
+ * coop_alloc_mem returns COOP_SUCCESS, COOP_ERR_ARG (ptr NULL),
+ * COOP_ERR_NOMEM; coop_free_mem (ptr from coop_alloc_mem, or NULL)
+ * returns COOP_SUCCESS.
+ * Thread safety: any thread.
+ */
+COOP_API int coop_alloc_mem(size_t size, void **ptr);
+COOP_API int coop_free_mem(void *ptr);
+
 /* coop_rank / coop_size: this process's rank / the number of ranks.
  * Return COOP_SUCCESS or COOP_ERR_ARG (NULL). */
 COOP_API int coop_rank(const coop_context_t *ctx, int *rank);

@@ -89,6 +89,7 @@ struct coop_job {
 				 * RPUT): we take chunks only when idle */
 	uint8_t copying;	/* a thread copies a chunk of it, unlocked */
 	uint8_t by_window;	/* its last chunk went through a window */
+	uint8_t windowed;	/* a chunk did */
 	uint8_t end_deferred;	/* its request ended meanwhile: completes
 				 * when that copy is over */
 	int peer;

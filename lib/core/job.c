@@ -253,6 +253,7 @@ static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
 	coop_lock_retake(ctx, dropped);
 	j->copying = 0;
 	j->by_window = w && rc == (ssize_t)n;
+	j->windowed |= j->by_window;
 	if (w) {
 		if (j->by_window)
 			ctx->stats.window_bytes += n;
@@ -321,6 +322,22 @@ static void job_account(struct coop_context *ctx, struct coop_job *j,
 	}
 }
 
+/*
+ * A window outlives its owner (the pages stay while mapped), and only a
+ * driver marks it dead then: a job that copied through one succeeds only
+ * if its peer was alive after the last byte.  A cooperative job ends
+ * when all bytes are in, whoever copied them: its partner may be gone
+ * by then, legitimately.
+ */
+static void job_check_owner(struct coop_context *ctx, struct coop_job *j)
+{
+	if (j->windowed && !j->shared && !j->err &&
+	    !ctx->prov.ops->peer_alive(&ctx->prov, j->peer)) {
+		j->err = COOP_ERR_PEER_DEAD;
+		coop_peer_failed(ctx, j->peer);
+	}
+}
+
 /* One chunk of job j: 1 progress made, 0 stalled. */
 static int job_run(struct coop_context *ctx, struct coop_job *j,
 		   int may_help)
@@ -336,6 +353,7 @@ static int job_run(struct coop_context *ctx, struct coop_job *j,
 		if (j->shared && __atomic_load_n(&j->shared->done,
 						 __ATOMIC_ACQUIRE) < j->len)
 			return 0;
+		job_check_owner(ctx, j);
 		job_finish(j);
 		return 1;
 	}
@@ -383,8 +401,9 @@ int coop_job_copy_now(struct coop_context *ctx, const struct coop_job_args *a)
 		n = COOP_MIN(j.chunk, j.len - j.done);
 		err = job_count(ctx, &j, n, job_copy(ctx, &j, j.done, n));
 	}
+	job_check_owner(ctx, &j);
 	job_load_leave(ctx, &j);
-	return err;
+	return err ? err : j.err;
 }
 
 int coop_job_step(struct coop_context *ctx)

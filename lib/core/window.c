@@ -91,7 +91,7 @@ struct coop_window *coop_window_get(struct coop_context *ctx, int peer,
 						    writable, &w->m) != 0;
 	}
 	w->used = ++ws->clock;
-	if (w->refused || w->m.map_bytes < key->length)
+	if (w->refused || w->m.len < key->length)
 		return NULL;
 	w->busy++;
 	return w;

@@ -76,6 +76,7 @@ int kmod_win_map(struct coop_provider *p, int peer,
 	w->map = m;
 	w->map_bytes = a.map_bytes;
 	w->base = (uint8_t *)m + a.page_offset;
+	w->len = a.map_bytes - a.page_offset;
 	w->state = state + a.state_index;
 	return 0;
 }

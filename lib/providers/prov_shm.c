@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "heap.h"
 #include "provider.h"
 #include "ring.h"
 #include "util.h"
@@ -63,7 +64,7 @@ struct shm_blob {
 	uint64_t probe_addr;
 	uint64_t probe_val;
 	uint32_t fbox_slots;	/* its boxes' size, 0: it has none */
-	uint32_t pad;
+	int32_t heap_fd;	/* its shared heap's table (heap.h), or -1 */
 };
 
 struct shm_peer {
@@ -75,6 +76,8 @@ struct shm_peer {
 	int pidfd;
 	int copy_ok;
 	int dead;
+	int heap_fd;		/* its heap table's fd there, or -1 */
+	struct coop_heap_view heap;	/* that table, mapped on first use */
 };
 
 struct shm_priv {
@@ -346,12 +349,15 @@ static int shm_address(struct coop_provider *p, void *blob, size_t *len)
 		.probe_addr = (uint64_t)(uintptr_t)&s->probe_word,
 		.probe_val = s->probe_word,
 		.fbox_slots = s->inbox.seg ? s->inbox.seg->slots : 0,
+		.heap_fd = -1,
 	};
 
 	if (*len < sizeof(b)) {
 		*len = sizeof(b);
 		return -ENOSPC;
 	}
+	if (p->flags & COOP_PROV_WINDOWS)
+		b.heap_fd = coop_heap_table_fd();
 	memcpy(blob, &b, sizeof(b));
 	*len = sizeof(b);
 	return 0;
@@ -452,6 +458,7 @@ static int shm_connect(struct coop_provider *p, int rank, const void *blob,
 	    b.rank != (uint32_t)rank)
 		return -EINVAL;
 	pe->pid = (pid_t)b.pid;
+	pe->heap_fd = b.heap_fd;
 	if (rank == p->rank) {
 		pe->ring = s->own;
 		pe->pidfd = -1;
@@ -487,6 +494,7 @@ static void shm_disconnect(struct coop_provider *p, int rank)
 		munmap(pe->fbox.seg, pe->fbox.bytes);
 	if (pe->pidfd > 0)
 		close(pe->pidfd);
+	coop_heap_view_close(&pe->heap);
 	memset(pe, 0, sizeof(*pe));
 }
 
@@ -748,6 +756,31 @@ static ssize_t shm_copy(struct coop_provider *p, int peer,
 	return n;
 }
 
+/* A peer's region is a window when it lies in the peer's shared heap. */
+static int shm_win_map(struct coop_provider *p, int peer,
+		       const struct coop_rkey *key, int writable,
+		       struct coop_window_map *w)
+{
+	struct shm_priv *s = p->priv;
+	struct shm_peer *pe = &s->peers[peer];
+	int rc;
+
+	if (!pe->copy_ok || pe->heap_fd < 0 || peer == p->rank)
+		return -EACCES;
+	if (!pe->heap.t) {
+		rc = coop_heap_view_open(&pe->heap, pe->pid, pe->heap_fd);
+		if (rc)
+			return rc;
+	}
+	return coop_heap_map(&pe->heap, key->cookie, key->length, writable, w);
+}
+
+static void shm_win_unmap(struct coop_provider *p, struct coop_window_map *w)
+{
+	(void)p;
+	coop_heap_unmap(w);
+}
+
 static int shm_peer_alive(struct coop_provider *p, int peer)
 {
 	struct shm_priv *s = p->priv;
@@ -810,6 +843,8 @@ const struct coop_provider_ops coop_provider_shm = {
 	.reg = shm_reg,
 	.dereg = shm_dereg,
 	.copy = shm_copy,
+	.win_map = shm_win_map,
+	.win_unmap = shm_win_unmap,
 	.peer_alive = shm_peer_alive,
 	.copy_ok = shm_copy_ok,
 	.load_slot = shm_load_slot,

@@ -69,6 +69,7 @@ struct coop_offload_done {
  */
 struct coop_window_map {
 	uint8_t *base;		/* the region's byte 0 */
+	size_t len;		/* bytes from base that may be copied */
 	const uint64_t *state;	/* its state word */
 	void *map;		/* what win_unmap unmaps */
 	size_t map_bytes;

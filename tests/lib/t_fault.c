@@ -4,7 +4,10 @@
  * (for each protocol), or gone without finalizing.  Requests that depend
  * on it complete with COOP_ERR_PEER_DEAD, pending ANY_SOURCE receives too
  * (a send an offload engine finished before the death may complete);
- * nobody hangs, and the survivors keep talking to each other.
+ * nobody hangs, and the survivors keep talking to each other.  The same
+ * with buffers of coop_alloc_mem's heap, copied through windows: the
+ * victim's pages outlive it in the survivors' mappings, never read as
+ * its data after its death.
  */
 #include <check.h>
 #include <signal.h>
@@ -53,6 +56,9 @@ static int any_copy_assigned(coop_context_t *ctx, int size)
 	return 0;
 }
 
+/* arg's word 3: the buffers come from the shared heap */
+#define HEAP_FLAG 3
+
 /*
  * arg: one flag per survivor, set once its requests are posted.  The
  * victim dies only then, so every request meets the death pending (a
@@ -91,13 +97,46 @@ static void assert_failed_by_death(int rank, int rc, const coop_status_t *st)
 			 coop_strerror(st[1].error));
 }
 
+/*
+ * A cooperative transfer ends when all bytes are in, whoever copied them:
+ * through windows the survivor can copy the victim's range too, from or
+ * into pages that outlive it, and then the transfer is complete.
+ */
+static int cooperative(void)
+{
+	const char *rndv = getenv("COOP_RNDV");
+
+	return rndv && !strcmp(rndv, "coop");
+}
+
+static void all_in_through_windows(int rank, int rc, const coop_status_t *st,
+				   const char *buf)
+{
+	fprintf(stderr, "fault: rank %d's cooperative transfer got all its "
+		"bytes through windows\n", rank);
+	if (rank == 1)
+		return;
+	T_ASSERT(rc == COOP_ERR_IN_STATUS && st[1].error == COOP_ERR_PEER_DEAD,
+		 "any-source: %s", coop_strerror(st[1].error));
+	for (size_t i = 0; i < BIG; i += 4096)
+		T_ASSERT(buf[i] == 2, "byte %zu of the victim's message: %d",
+			 i, buf[i]);
+}
+
 static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
+	/* the victim receives into a buffer of its own, behind its send's */
+	size_t bytes = rank == 2 ? 2 * (size_t)BIG : BIG;
 	int *posted = arg;
-	char *buf = malloc(BIG);
 	coop_request_t *r[2];
 	coop_status_t st[2];
+	void *buf;
 	int rc;
+
+	if (posted[HEAP_FLAG])
+		T_OK(coop_alloc_mem(bytes, &buf));
+	else
+		buf = malloc(bytes);
 
 	memset(buf, rank, BIG);
 	/* the victim's transfers move only in its own calls, so it dies in
@@ -108,7 +147,8 @@ static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	t_barrier(ctx, rank, size);	/* nothing may start before this */
 	if (rank == 2) {	/* the victim */
 		T_OK(coop_isend(ctx, buf, BIG, 0, 1, COMM, 0, &r[0]));
-		T_OK(coop_irecv(ctx, buf, BIG, 1, 2, COMM, 0, &r[1]));
+		T_OK(coop_irecv(ctx, (char *)buf + BIG, BIG, 1, 2, COMM, 0,
+				&r[1]));
 		/* die as soon as all is posted and a copy is assigned */
 		while (!survivors_posted(posted) ||
 		       !any_copy_assigned(ctx, size))
@@ -125,7 +165,9 @@ static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	}
 	__atomic_store_n(&posted[rank], 1, __ATOMIC_RELEASE);
 	rc = coop_waitall(2, r, st);
-	if (rank == 1 && rc == COOP_SUCCESS && engine_writes())
+	if (posted[HEAP_FLAG] && cooperative() && !st[0].error)
+		all_in_through_windows(rank, rc, st, buf);
+	else if (rank == 1 && rc == COOP_SUCCESS && engine_writes())
 		fprintf(stderr, "fault: the engine finished rank 1's send "
 			"before the victim was gone\n");
 	else
@@ -136,7 +178,10 @@ static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	T_ASSERT(coop_isend(ctx, buf, 100, 2, 3, COMM, 0, &r[0]) ==
 		 COOP_ERR_PEER_DEAD, "send to the dead");
 	survivors_talk(ctx, rank);
-	free(buf);
+	if (posted[HEAP_FLAG])
+		T_OK(coop_free_mem(buf));
+	else
+		free(buf);
 	return 0;
 }
 
@@ -159,16 +204,29 @@ static const char *const *const envs[] = { env_rget, env_rput, env_rtr,
 					   env_coop, env_bounce, env_dma,
 					   env_stripe };
 
-START_TEST(test_killed_mid_rendezvous)
+static void killed_mid_rendezvous(const char *const *env, int heap)
 {
 	struct rank_result res[3];
 	int *posted = shared_alloc(4096);
 
-	run_ranks(3, envs[_i], midcopy_rank, posted, 60, res);
+	posted[HEAP_FLAG] = heap;
+	run_ranks(3, env, midcopy_rank, posted, 60, res);
 	shared_free(posted, 4096);
 	ck_assert_msg(res[0].exited && res[0].status == 0, "rank 0 failed");
 	ck_assert_msg(res[1].exited && res[1].status == 0, "rank 1 failed");
 	ck_assert_int_eq(res[2].signo, SIGKILL);
+}
+
+START_TEST(test_killed_mid_rendezvous)
+{
+	killed_mid_rendezvous(envs[_i], 0);
+}
+END_TEST
+
+/* the protocols whose CPU copies go through windows */
+START_TEST(test_killed_mid_window)
+{
+	killed_mid_rendezvous(envs[_i], 1);
 }
 END_TEST
 
@@ -208,6 +266,7 @@ TCase *tc_fault(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_loop_test(tc, test_killed_mid_rendezvous, 0,
 			    (int)(sizeof(envs) / sizeof(envs[0])));
+	tcase_add_loop_test(tc, test_killed_mid_window, 0, 4);
 	tcase_add_test(tc, test_peer_gone);
 	return tc;
 }

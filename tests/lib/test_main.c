@@ -42,6 +42,7 @@ int main(void)
 	suite_add_tcase(s, tc_neighbor());
 	suite_add_tcase(s, tc_fbox());
 	suite_add_tcase(s, tc_window());
+	suite_add_tcase(s, tc_heap());
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

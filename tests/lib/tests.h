@@ -26,6 +26,7 @@ TCase *tc_threads(void);
 TCase *tc_neighbor(void);
 TCase *tc_fbox(void);
 TCase *tc_window(void);
+TCase *tc_heap(void);
 
 /* t_proto.c: two ranks, every size 0 B .. 64 MiB (arg NULL) or up to
  * *(const size_t *)arg, unaligned, receives posted before and after the
