@@ -55,6 +55,6 @@ coop_copied() {
 	local own
 	own=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
 		/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
-		END { print s + 0 }' "$1")
+		END { printf "%.0f\n", s }' "$1")
 	echo $((own + $(copy_bytes) - $2))
 }
