@@ -225,6 +225,46 @@ uct_coop_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 	return UCS_OK;
 }
 
+/*
+ * ucp_mem_map(ALLOCATE) with md:coop in UCX_ALLOC_PRIO: the library's
+ * shared heap, which peers copy through windows also without the driver.
+ */
+static ucs_status_t uct_coop_mem_alloc(uct_md_h tl_md, size_t *length_p,
+				       void **address_p,
+				       ucs_memory_type_t mem_type,
+				       unsigned flags, const char *alloc_name,
+				       uct_mem_h *memh_p)
+{
+	ucs_status_t st;
+	void *p;
+
+	(void)alloc_name;
+	if (mem_type != UCS_MEMORY_TYPE_HOST)
+		return UCS_ERR_UNSUPPORTED;
+	if (coop_alloc_mem(*length_p, &p))
+		return UCS_ERR_NO_MEMORY;
+	st = uct_coop_mem_reg(tl_md, p, *length_p, flags, memh_p);
+	if (st != UCS_OK) {
+		coop_free_mem(p);
+		return st;
+	}
+	*address_p = p;
+	return UCS_OK;
+}
+
+/* The memory goes: so does its registration, kept or not. */
+static ucs_status_t uct_coop_mem_free(uct_md_h tl_md, uct_mem_h memh)
+{
+	uct_coop_md_t *md = ucs_derived_of(tl_md, uct_coop_md_t);
+	uct_coop_memh_t *m = memh;
+	void *addr = m->addr;
+
+	if (!--m->refs)
+		reg_drop(md, m);
+	coop_free_mem(addr);
+	return UCS_OK;
+}
+
 static ucs_status_t uct_coop_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
 				       const uct_md_mkey_pack_params_t *params,
 				       void *rkey_buffer)
@@ -267,12 +307,12 @@ static ucs_status_t uct_coop_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 	attr->rkey_packed_size = sizeof(uct_coop_rkey_t);
 	/* our buffer too: the writer that helps needs its region */
 	attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
-			  UCT_MD_FLAG_NEED_MEMH;
+			  UCT_MD_FLAG_NEED_MEMH | UCT_MD_FLAG_ALLOC;
 	attr->cap.reg_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-	attr->cap.alloc_mem_types = 0;
+	attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 	attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 	attr->cap.detect_mem_types = 0;
-	attr->cap.max_alloc = 0;
+	attr->cap.max_alloc = ULONG_MAX;
 	attr->cap.max_reg = ULONG_MAX;
 	attr->reg_cost = ucs_linear_func_make(1e-7, 0);
 	memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
@@ -300,8 +340,8 @@ static void uct_coop_md_close(uct_md_h tl_md)
 static uct_md_ops_t uct_coop_md_ops = {
 	.close = uct_coop_md_close,
 	.query = uct_coop_md_query,
-	.mem_alloc = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
-	.mem_free = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+	.mem_alloc = uct_coop_mem_alloc,
+	.mem_free = uct_coop_mem_free,
 	.mem_advise = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
 	.mem_reg = uct_coop_mem_reg,
 	.mem_dereg = uct_coop_mem_dereg,

@@ -249,11 +249,44 @@ domain_checks() {
 	fi
 }
 
+# 3b. Buffers of ucp_mem_map(ALLOCATE) from coop's memory domain (md:coop
+#     first in UCX_ALLOC_PRIO; ucx_perftest allocates so): the library's
+#     shared heap, so its bytes are copied through windows (at least 90 %
+#     of the timed ones: a chunk's window may be refused); with UCX's
+#     own allocators (mmap, heap), on the shm provider, none is.  (With
+#     UCX_TLS=coop,self the default UCX_ALLOC_PRIO's md:* is md:coop.)
+window_bytes() {
+	awk '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
+		END { printf "%.0f\n", s }' "$@"
+}
+heap_checks() {
+	local prio=md:coop,md:sysv,md:posix,huge,thp,mmap,heap n=100
+	local size=4194304 env="UCX_TLS=coop,self COOP_VERBOSE=1" w
+	perf_pair "$tmp/heap" "$env UCX_ALLOC_PRIO=$prio" \
+		"$env UCX_ALLOC_PRIO=$prio" -t tag_bw -s $size -n $n
+	w=$(window_bytes "$tmp/heap" "$tmp/heap.srv")
+	if grep -q 'Final:' "$tmp/heap" && ((w >= n * size * 9 / 10)); then
+		ok "ucp_mem_map(ALLOCATE) by md:coop: tag_bw 4 MiB through windows ($w bytes)"
+	else
+		nok "ucp_mem_map(ALLOCATE) by md:coop: tag_bw 4 MiB through windows ($w bytes, want >= $((n * size * 9 / 10)))" "$tmp/heap"
+	fi
+	[[ $provider == shm ]] || return 0
+	env+=" UCX_ALLOC_PRIO=mmap,heap"
+	perf_pair "$tmp/heap" "$env" "$env" -t tag_bw -s $size -n $n
+	w=$(window_bytes "$tmp/heap" "$tmp/heap.srv")
+	if grep -q 'Final:' "$tmp/heap" && ((w == 0)); then
+		ok "UCX's own allocators on shm: no windows"
+	else
+		nok "UCX's own allocators on shm: no windows ($w bytes)" "$tmp/heap"
+	fi
+}
+
 if ((!quick)); then
 	netpipe_checks
 	coop_alone_checks
 	sleep_checks
 	domain_checks
+	heap_checks
 fi
 
 # 4. A rank killed in the middle of a rendezvous: the job ends with an
