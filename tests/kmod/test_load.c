@@ -5,7 +5,9 @@
  * in one domain, every process with up to LOAD_EPS endpoints doing random
  * operations (DMA through the CQ and io_uring into its own region,
  * checked, and into its peers' regions; COPY into its peers' regions;
- * regions re-registered, endpoints closed and opened again) for
+ * windows over its peers' regions, written and read with memcpy while
+ * their owners deregister, close and die; regions re-registered,
+ * endpoints closed and opened again) for
  * COOP_TEST_LOAD_SECONDS (default 20), while the test SIGKILLs a random
  * process every 50-300 ms and starts it again, and another user measures
  * the latency of its own 256 KiB DMA copies.
@@ -93,8 +95,8 @@ static void ep_close(struct worker *w, int k)
 static void region_publish(struct worker *w)
 {
 	REQUIRE_OK(cm_reg(w->fd[0], w->mine, REGION_LEN,
-			  COOPMPI_REGION_READ | COOPMPI_REGION_WRITE,
-			  &w->cookie));
+			  COOPMPI_REGION_READ | COOPMPI_REGION_WRITE |
+			  COOPMPI_REGION_MAP, &w->cookie));
 	__atomic_store_n(&w->b->cookie[w->user][w->slot], w->cookie,
 			 __ATOMIC_RELEASE);
 }
@@ -177,6 +179,40 @@ static void op_copy_peer(struct worker *w)
 	REQUIRE(!ret || peer_gone(ret), "COPY: %s", cm_errname(-ret));
 }
 
+/*
+ * A window over a peer's region: a chunk written into the peer half and
+ * read back with memcpy.  Its owner may deregister, close or die at any
+ * moment; the window then reads zeros and sinks writes, never a signal
+ * (which would end this process: a failed check).
+ */
+static void op_window_peer(struct worker *w)
+{
+	int k = (int)cm_rng_below(&w->rng, LOAD_EPS);
+	struct coopmpi_window_attach a = { .size = sizeof(a),
+					   .flags = COOPMPI_WINDOW_WRITE };
+	struct coopmpi_window_detach d = { .size = sizeof(d) };
+	uint64_t len, off;
+	uint8_t *m;
+	int ret;
+
+	a.cookie = peer_cookie(w);
+	if (!a.cookie)
+		return;
+	ret = cm_ioctl(w->fd[k], COOPMPI_IOC_WINDOW_ATTACH, &a);
+	REQUIRE(!ret || peer_gone(ret), "window attach: %s", cm_errname(-ret));
+	if (ret)
+		return;
+	m = mmap(NULL, a.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 w->fd[k], (off_t)COOPMPI_MMAP_WINDOW(a.handle));
+	d.handle = a.handle;
+	REQUIRE_OK(cm_ioctl(w->fd[k], COOPMPI_IOC_WINDOW_DETACH, &d));
+	REQUIRE(m != MAP_FAILED, "window mmap: %s", strerror(errno));
+	pick(w, true, &len, &off);
+	memcpy(m + a.page_offset + off, w->src, len);
+	memcpy(w->src, m + a.page_offset + off, len);
+	REQUIRE(munmap(m, a.map_bytes) == 0, "window munmap");
+}
+
 static void op_uring_self(struct worker *w)
 {
 	int k = (int)cm_rng_below(&w->rng, LOAD_EPS);
@@ -221,7 +257,7 @@ static void op_reopen(struct worker *w)
 }
 
 static void (*const load_ops[])(struct worker *w) = {
-	op_dma_self, op_dma_peer, op_copy_peer, op_uring_self,
+	op_dma_self, op_dma_peer, op_copy_peer, op_window_peer, op_uring_self,
 	op_reregister, op_reopen,
 };
 
