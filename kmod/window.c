@@ -197,7 +197,13 @@ static int window_owner_pfn(struct coopmpi_window *w, struct vm_fault *vmf,
 	return 0;
 }
 
-/* Waits for the owner's mmap_lock without holding the faulting mm's. */
+/*
+ * Waits for the owner's mmap_lock without holding the faulting mm's.  The
+ * fault is retried at once, in the kernel: a reader may take the lock past
+ * a writer waiting for it (the trylock fails, the lock does not), so two
+ * copiers faulting on each other's windows would keep both CPUs and the
+ * woken writers out for good.  Yield before the retry.
+ */
 static vm_fault_t window_wait_owner(struct coopmpi_window *w,
 				    struct vm_fault *vmf)
 {
@@ -210,6 +216,7 @@ static vm_fault_t window_wait_owner(struct coopmpi_window *w,
 	if (!mmap_read_lock_killable(mm))
 		mmap_read_unlock(mm);
 	mmput(mm);
+	cond_resched();
 	return VM_FAULT_RETRY;
 }
 
