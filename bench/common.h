@@ -159,7 +159,9 @@ static inline void *bench_alloc(size_t n)
 
 /*
  * The command line every OSU-style program takes:
- *   [-i iterations] [-r repeats] [-w window] [sizes...]
+ *   [-i iterations] [-r repeats] [-w window] [-H] [sizes...]
+ * -H: buffers from coop_alloc_mem (the shared heap: peers copy them
+ * through windows, also without the driver).
  * Set reps and win to the program's defaults before bench_parse_args();
  * win == 0 means the program has no window and refuses -w.
  */
@@ -167,6 +169,7 @@ struct bench_args {
 	int iters;		/* 0: by size, see bench_iters() */
 	int reps;
 	int win;
+	int heap;		/* -H */
 	int nsizes;
 	size_t sizes[MAX_SIZES];
 };
@@ -178,8 +181,10 @@ static inline int bench_parse_args(int argc, char **argv,
 {
 	int opt, reps = a->reps, win = a->win;
 
-	while ((opt = getopt(argc, argv, win ? "i:r:w:" : "i:r:")) != -1) {
-		if (opt == 'i')
+	while ((opt = getopt(argc, argv, win ? "i:r:w:H" : "i:r:H")) != -1) {
+		if (opt == 'H')
+			a->heap = 1;
+		else if (opt == 'i')
 			a->iters = atoi(optarg);
 		else if (opt == 'r')
 			a->reps = atoi(optarg);
@@ -203,6 +208,26 @@ static inline int bench_iters(const struct bench_args *a, size_t size,
 	if (a->iters)
 		return a->iters;
 	return size <= 65536 ? small : size <= 1048576 ? medium : large;
+}
+
+/* A buffer as -H says, filled (first touch here, not in the timing). */
+static inline char *bench_buffer(const struct bench_args *a, size_t n)
+{
+	void *p;
+
+	if (!a->heap)
+		return bench_alloc(n);
+	CHECK(coop_alloc_mem(n, &p));
+	memset(p, 0xa5, n);
+	return p;
+}
+
+static inline void bench_buffer_free(const struct bench_args *a, char *p)
+{
+	if (a->heap)
+		CHECK(coop_free_mem(p));
+	else
+		free(p);
 }
 
 /* A connected context from scripts/cooprun's environment. */
@@ -247,8 +272,8 @@ static inline int bench_pair_main(int argc, char **argv,
 	}
 	for (s = 0; s < a.nsizes; s++) {
 		size_t n = a.sizes[s];
-		char *sbuf = bench_alloc(n);
-		char *rbuf = b->two_buffers ? bench_alloc(n) : NULL;
+		char *sbuf = bench_buffer(&a, n);
+		char *rbuf = b->two_buffers ? bench_buffer(&a, n) : NULL;
 		int it = bench_iters(&a, n, b->iters[0], b->iters[1],
 				     b->iters[2]);
 
@@ -257,8 +282,9 @@ static inline int bench_pair_main(int argc, char **argv,
 		if (rank == 0)
 			printf(b->fmt, n, median(v, a.reps));
 		fflush(stdout);
-		free(sbuf);
-		free(rbuf);
+		bench_buffer_free(&a, sbuf);
+		if (rbuf)
+			bench_buffer_free(&a, rbuf);
 	}
 	barrier2(ctx, rank);
 	CHECK(coop_finalize(ctx));

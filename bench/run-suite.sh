@@ -318,6 +318,7 @@ plan_full_osu() {
 	for p in $protos; do
 		ranged bw "bw-$p" bw "coopmpi-$p" 1 coop "$p" bench/bw
 	done
+	ranged bw bw-coop-heap bw coopmpi-coop-heap 1 coop coop bench/bw -H
 	((have_ompi)) && ranged bw bw-openmpi bw openmpi 1 ompi -t bw
 	((have_mpich)) && ranged bw bw-mpich bw mpich 1 mpich -t bw
 	((have_ucx)) && ranged bw bw-ucx bw ucx 1 ucx bw
@@ -372,8 +373,13 @@ plan_quick_lines() {
 	((have_ompi)) && names+=(q-lat-ompi) lines+=("latency openmpi 8 ompi -t lat -r 5 -i 10000 8")
 	names+=(q-bw-coop) lines+=("bw coopmpi-coop 1048576,4194304 coop coop bench/bw -r 3 -i 10 1048576 4194304")
 	names+=(q-bw-rget) lines+=("bw coopmpi-rget 1048576,4194304 coop rget bench/bw -r 3 -i 10 1048576 4194304")
+	names+=(q-bw-heap) lines+=("bw coopmpi-coop-heap 1048576,4194304 coop coop bench/bw -H -r 3 -i 10 1048576 4194304")
 	((have_ompi)) && names+=(q-bw-ompi) lines+=("bw openmpi 1048576,4194304 ompi -t bw -r 3 -i 10 1048576 4194304")
 	((have_mpich)) && names+=(q-bw-mpich) lines+=("bw mpich 1048576,4194304 mpich -t bw -r 3 -i 10 1048576 4194304")
+	if ((have_coop_ucx && have_ucx)); then
+		names+=(q-bw-ucx q-bw-ucx-heap)
+		lines+=("bw ucx 4194304 ucx bw 10 4194304" "bw ucx-coop-heap 4194304 ucx_heap bw 10 4194304")
+	fi
 	if ((have_coop_ucx)); then
 		((have_ompi)) && names+=(q-bw-ompi-coop) lines+=("bw openmpi-ucxcoop 4194304 ompi_coop -t bw -r 3 -i 10 4194304")
 		((have_mpich)) && names+=(q-bw-mpich-coop) lines+=("bw mpich-ucxcoop 4194304 mpich_coop -t bw -r 3 -i 10 4194304")
@@ -507,6 +513,7 @@ plan_smoke() {
 	{
 		add pingpong latency coopmpi-auto 1 "$t" 1 coop auto bench/pingpong -i 4 -r 1 $t
 		add bw bw coopmpi-auto 1 "$t" 1 coop auto bench/bw -i 2 -r 1 -w 4 $t
+		add bw-heap bw coopmpi-coop-heap 1 131072 1 coop coop bench/bw -H -i 2 -r 1 -w 4 131072
 		add bibw bibw coopmpi-auto 1 "$t" 1 coop auto bench/bin/bibw -i 2 -r 1 -w 4 $t
 		add mbw_mr mbw_mr coopmpi-auto 2 "$t" 1 coop auto bench/bin/mbw_mr -i 2 -r 1 -w 4 $t
 		add overlap overlap coopmpi-auto 4 131072 1 coop auto bench/bin/overlap -i 2 -r 1 131072

@@ -50,6 +50,15 @@ ucx() {
 	return $rc
 }
 
+# ucx_heap TEST ITERS SIZES...: ucx through coop alone (UCX_TLS=coop,self),
+# ucx_perftest's buffers (ucp_mem_map ALLOCATE) from coop's memory domain:
+# the library's shared heap, copied through windows
+ucx_heap() {
+	UCX_TLS=coop,self LD_PRELOAD="$PWD/lib/ucx/libuct_coop.so" \
+		UCX_ALLOC_PRIO=md:coop,md:sysv,md:posix,huge,thp,mmap,heap \
+		COOP_WARN_FALLBACK=0 ucx "$@"
+}
+
 # ucx_size TEST ITERS SIZE: one size of ucx
 ucx_size() {
 	local test=$1 n=$2 size=$3 w port log sp line rc=0 k lat bw
