@@ -167,7 +167,10 @@ static unsigned long window_void_pfn(struct coopmpi_window *w,
 
 /*
  * The pfn of the owner's page @idx: 0, -EAGAIN when the owner's mmap_lock
- * is taken (wait for it unlocked), or another error for a hole.
+ * is taken (wait for it unlocked), or another error for a hole.  The
+ * owner may have exited meanwhile: the last reference to its mm is put
+ * by a worker (mmput_async), not here, where the copier's mmap_lock is
+ * held and exit_mmap would take the owner's.
  */
 static int window_owner_pfn(struct coopmpi_window *w, struct vm_fault *vmf,
 			    pgoff_t idx, unsigned long *pfn)
@@ -180,7 +183,7 @@ static int window_owner_pfn(struct coopmpi_window *w, struct vm_fault *vmf,
 	if (!mmget_not_zero(mm))
 		return -ESRCH;
 	if (!own && !mmap_read_trylock(mm)) {
-		mmput(mm);
+		mmput_async(mm);
 		return -EAGAIN;
 	}
 	got = get_user_pages_remote(mm, w->start + idx * PAGE_SIZE, 1,
@@ -188,7 +191,7 @@ static int window_owner_pfn(struct coopmpi_window *w, struct vm_fault *vmf,
 				    NULL);
 	if (!own)
 		mmap_read_unlock(mm);
-	mmput(mm);
+	mmput_async(mm);
 	if (got != 1)
 		return -EFAULT;
 	*pfn = page_to_pfn(page);
@@ -215,7 +218,7 @@ static vm_fault_t window_wait_owner(struct coopmpi_window *w,
 	mmap_read_unlock(vmf->vma->vm_mm);
 	if (!mmap_read_lock_killable(mm))
 		mmap_read_unlock(mm);
-	mmput(mm);
+	mmput_async(mm);
 	cond_resched();
 	return VM_FAULT_RETRY;
 }
