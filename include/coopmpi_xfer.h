@@ -141,8 +141,8 @@ COOP_API int coop_xfer_start(coop_context_t *ctx,
  * coop_xfer_copy - copy p->len bytes between p->local and the peer's
  * region now, in this call, by this side's CPU (as CMA's single copy
  * does): no request, no work slot, nothing left to progress.  The copy
- * counts in the load counters while it runs and in the statistics as a
- * copy job.  For messages too small to be worth a cooperative split or
+ * counts in the totals, the copy history and the statistics as a copy
+ * job, never as pending load (it ends before a peer could weigh it).  For messages too small to be worth a cooperative split or
  * a progress round; a long one holds the caller for its whole length.
  * Returns COOP_SUCCESS, COOP_ERR_ARG (as coop_xfer_start, and
  * COOP_XFER_ENGINE, COOP_XFER_STRIPE or a slot), COOP_ERR_RANK,
