@@ -165,8 +165,8 @@ static const struct cfg_entry table[] = {
 	  "only" },
 	{ "COOP_LOAD_BUSY_MS", CFG_MS, FIELD(load_busy_ns), "1", 0,
 	  3600000, NULL, 0,
-	  "COOP-p2p: a rank that started a copy of its own while its peer "
-	  "copied for itself too (both ranks receiving: an exchange) is not "
+	  "COOP-p2p: a rank that started or ended a copy of its own while its "
+	  "peer copied for itself too (both ranks receiving: an exchange) is not "
 	  "asked to help with a peer's read for this many milliseconds; 0: "
 	  "only while it copies" },
 	{ "COOP_OFFLOAD", CFG_ENUM, FIELD(offload), "0", 0, 0, bool_words, 0,

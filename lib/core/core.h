@@ -782,7 +782,7 @@ COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
  * or ends; whether rank copies for itself now or is in an exchange
  * (started one within COOP_LOAD_BUSY_MS while its source did too). */
 COOP_HIDDEN void coop_load_own_copy_start(struct coop_context *ctx, int peer);
-COOP_HIDDEN void coop_load_own_copy_end(struct coop_context *ctx);
+COOP_HIDDEN void coop_load_own_copy_end(struct coop_context *ctx, int peer);
 COOP_HIDDEN int coop_load_peer_copying(const struct coop_context *ctx,
 				       int rank, uint64_t now);
 /* Add bytes (may be negative) to rank's pending copy load. */

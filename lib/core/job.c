@@ -140,7 +140,7 @@ static void job_load_leave(struct coop_context *ctx, struct coop_job *j)
 {
 	job_discharge(ctx, j, j->charge);
 	if (job_is_own(j))
-		coop_load_own_copy_end(ctx);
+		coop_load_own_copy_end(ctx, j->peer);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);
 		if (job_counts_totals(ctx, j))

@@ -73,19 +73,18 @@ uint64_t coop_load_score(struct coop_context *ctx, int rank, uint64_t now)
  * where both ranks receive at once, the second copier adds handshakes
  * and finer chunks but no CPU, and each side had best copy its own.
  * The reader decides on the RTS, often just before the writer's own copy
- * starts; so a rank whose own copy started while the peer it reads from
- * copied for itself (an exchange) counts as busy for COOP_LOAD_BUSY_MS
- * after.  A ping-pong never overlaps the two (its writer is idle and
+ * starts; so a rank whose own copy started or ended while the peer it
+ * reads from copied for itself (an exchange) counts as busy for
+ * COOP_LOAD_BUSY_MS after.  A ping-pong never overlaps the two (its writer is idle and
  * helps every time); a streaming sender copies nothing.
  */
-void coop_load_own_copy_start(struct coop_context *ctx, int peer)
+/* If the peer we copy with copies for itself too, we are in an exchange
+ * from now on (for COOP_LOAD_BUSY_MS). */
+static void exchange_check(struct coop_context *ctx, struct coop_seg_hdr *h,
+			   int peer)
 {
-	struct coop_seg_hdr *h = ctx->seg.hdr;
 	const struct coop_seg_hdr *p = NULL;
 
-	if (!h)
-		return;
-	__atomic_add_fetch(&h->own_copies, 1, __ATOMIC_RELAXED);
 	if (peer >= 0 && peer < ctx->size && peer != ctx->rank)
 		p = ctx->peers[peer].seg.hdr;
 	if (p && __atomic_load_n(&p->own_copies, __ATOMIC_RELAXED))
@@ -93,12 +92,27 @@ void coop_load_own_copy_start(struct coop_context *ctx, int peer)
 				 __ATOMIC_RELAXED);
 }
 
-void coop_load_own_copy_end(struct coop_context *ctx)
+void coop_load_own_copy_start(struct coop_context *ctx, int peer)
 {
 	struct coop_seg_hdr *h = ctx->seg.hdr;
 
-	if (h)
-		__atomic_sub_fetch(&h->own_copies, 1, __ATOMIC_RELAXED);
+	if (!h)
+		return;
+	__atomic_add_fetch(&h->own_copies, 1, __ATOMIC_RELAXED);
+	exchange_check(ctx, h, peer);
+}
+
+/* At the end too: a peer whose copy started during ours saw us copying
+ * and counts itself in an exchange; so must we, or we would ask it for a
+ * help that it declines, and copy in shared chunks meanwhile. */
+void coop_load_own_copy_end(struct coop_context *ctx, int peer)
+{
+	struct coop_seg_hdr *h = ctx->seg.hdr;
+
+	if (!h)
+		return;
+	exchange_check(ctx, h, peer);
+	__atomic_sub_fetch(&h->own_copies, 1, __ATOMIC_RELAXED);
 }
 
 int coop_load_peer_copying(const struct coop_context *ctx, int rank,
