@@ -46,7 +46,7 @@ static ucs_config_field_t uct_coop_iface_config_table[] = {
 	 ucs_offsetof(uct_coop_iface_config_t, hybrid_min),
 	 UCS_CONFIG_TYPE_MEMUNITS},
 
-	{"HYBRID_MIN", "256k",
+	{"HYBRID_MIN", "1m",
 	 "Smaller GET_ZCOPY operations (and PUT_ZCOPY by the CPU) are copied\n"
 	 "by the initiator alone, in the call, as cma copies; from this size\n"
 	 "on the writer helps (COOP-p2p, split by the load counters),\n"

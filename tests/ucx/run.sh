@@ -76,9 +76,9 @@ else
 fi
 
 # The transport's old setting name still sets its value, with a warning.
-LD_PRELOAD=$module UCX_COOP_COOP_MIN=1m ucx_info -c >"$tmp/alias" 2>&1
-LD_PRELOAD=$module UCX_COOP_COOP_MIN=1m ucx_info -d >>"$tmp/alias" 2>&1
-if grep -q '^UCX_COOP_HYBRID_MIN=1M$' "$tmp/alias" &&
+LD_PRELOAD=$module UCX_COOP_COOP_MIN=2m ucx_info -c >"$tmp/alias" 2>&1
+LD_PRELOAD=$module UCX_COOP_COOP_MIN=2m ucx_info -d >>"$tmp/alias" 2>&1
+if grep -q '^UCX_COOP_HYBRID_MIN=2M$' "$tmp/alias" &&
 	[ "$(grep -c 'UCX_COOP_COOP_MIN is now UCX_COOP_HYBRID_MIN' "$tmp/alias")" = 1 ]; then
 	ok "UCX_COOP_COOP_MIN sets UCX_COOP_HYBRID_MIN, one warning"
 else
@@ -107,7 +107,7 @@ for mpi in mpich openmpi; do
 	fi
 done
 # mpi_check sends each of its sizes 12 times; ob1 reads those from
-# 256 KiB through btl uct (1 MiB, 4 MiB + 7, 16 MiB: 12 x 21 MiB that coop
+# 1 MiB through btl uct (1 MiB, 4 MiB + 7, 16 MiB: 12 x 21 MiB that coop
 # must read, each byte once) and the 64 KiB + 13 through vader's CMA
 # (pml_ob1_use_all_rdma_min): coop's copies hold no byte of them
 before=$(copy_bytes)
@@ -118,9 +118,9 @@ LD_PRELOAD=$tmp/copy_count.so expect \
 copied=$(coop_copied "$tmp/ob1" "$before")
 big=$((12 * ((21 << 20) + 7)))
 if grep -q 'mpi_check: ok' "$tmp/ob1" && ((copied >= big && copied < big + 65549)); then
-	ok "openmpi (ob1 + vader + btl uct): coop read the data from 256 KiB, vader below ($copied bytes)"
+	ok "openmpi (ob1 + vader + btl uct): coop read the data from 1 MiB, vader below ($copied bytes)"
 else
-	nok "openmpi (ob1 + vader + btl uct): coop read the data from 256 KiB, vader below ($copied bytes, $big expected)" \
+	nok "openmpi (ob1 + vader + btl uct): coop read the data from 1 MiB, vader below ($copied bytes, $big expected)" \
 		"$tmp/ob1"
 fi
 # a component that cannot be built: a clear error, not Open MPI's own path
