@@ -154,7 +154,7 @@ static const struct cfg_entry table[] = {
 	  CFG_AGREE,
 	  "auto mode (COOP-hybrid): smaller rendezvous messages are RGET, "
 	  "larger ones the receiver chooses for" },
-	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "1m", 4 * KIB, GIB, NULL, 0,
+	{ "COOP_CHUNK", CFG_SIZE, FIELD(chunk), "4m", 4 * KIB, GIB, NULL, 0,
 	  "COOP-chunked: the largest copy done without looking at the "
 	  "mailbox (single-sided copies use chunks of this size, COOP-p2p "
 	  "an eighth of the message within 128 KiB..this)" },

@@ -57,7 +57,7 @@ native() {
 	has "$tmp/version" "^libcoopmpi $version \(ABI $abi\)$" "coop_info --version: the library's"
 	has "$tmp/version" '^coopmpi.ko not loaded$' "coop_info --version: no module"
 	COOP_CHUNK=2m lib/coop_info -c >"$tmp/c" 2>&1
-	has "$tmp/c" '^COOP_CHUNK +2097152 +1m +environment$' \
+	has "$tmp/c" '^COOP_CHUNK +2097152 +4m +environment$' \
 		"coop_info -c: a setting from the environment, with its default"
 	has "$tmp/c" '^COOP_SPIN +20000 +20000 +default$' "coop_info -c: a default"
 	wrapper
