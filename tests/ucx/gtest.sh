@@ -52,6 +52,8 @@ run() {
 
 declare -A pids
 run uct 'coop/*uct*'
+# the memory domain: registration, md:coop's allocation (the shared heap), fork
+run md 'coop/test_md*'
 # the two UCP tag runs take minutes each, on one core each: side by side
 start ucp-tag 'coop/test_ucp_tag_xfer.*:coop/test_ucp_tag_match_rndv.*'
 start ucp-tag-coop-only 'coop_only/test_ucp_tag_xfer.*:coop_only/test_ucp_tag_match_rndv.*'
