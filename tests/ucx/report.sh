@@ -51,10 +51,15 @@ copy_count_build() {
 		-o "$1/copy_count.so" -ldl
 }
 copy_bytes() { cat /sys/kernel/coopmpi/copy_bytes 2>/dev/null || echo 0; }
+# window_bytes LOG...: the bytes the ranks' "copied:" lines say went
+# through windows
+window_bytes() {
+	awk '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
+		END { printf "%.0f\n", s }' "$@"
+}
 coop_copied() {
 	local own
 	own=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
-		/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
 		END { printf "%.0f\n", s }' "$1")
-	echo $((own + $(copy_bytes) - $2))
+	echo $((own + $(window_bytes "$1") + $(copy_bytes) - $2))
 }

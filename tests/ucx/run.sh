@@ -255,10 +255,6 @@ domain_checks() {
 #     of the timed ones: a chunk's window may be refused); with UCX's
 #     own allocators (mmap, heap), on the shm provider, none is.  (With
 #     UCX_TLS=coop,self the default UCX_ALLOC_PRIO's md:* is md:coop.)
-window_bytes() {
-	awk '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
-		END { printf "%.0f\n", s }' "$@"
-}
 heap_checks() {
 	local prio=md:coop,md:sysv,md:posix,huge,thp,mmap,heap n=100
 	local size=4194304 env="UCX_TLS=coop,self COOP_VERBOSE=1" w
