@@ -36,7 +36,8 @@ btl_patches=(btl_uct_ucx110.patch btl_uct_am_bcopy.patch btl_uct_idle_progress.p
 	btl_uct_node_local.patch)
 pml_dir=ompi/mca/pml/ob1
 pml_patches=(pml_ob1_ack_eager.patch pml_ob1_rget_truncate.patch
-	pml_ob1_use_all_rdma_min.patch pml_ob1_fin_eager.patch)
+	pml_ob1_use_all_rdma_min.patch pml_ob1_fin_eager.patch
+	pml_ob1_use_all_rdma_busy.patch)
 header=btl_uct_oot_config.h
 cache=${COOP_CACHE:-/var/cache/coopmpi}
 

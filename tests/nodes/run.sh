@@ -73,7 +73,7 @@ job() {
 	if [[ $mpi == mpich ]]; then
 		launch="mpirun.mpich -np 4 -launcher ssh -launcher-exec $nodes/ssh -hosts node0:2,node1:2"
 	else
-		launch="mpirun.openmpi --allow-run-as-root -np 4 --mca plm_rsh_agent $nodes/ssh --host node0:2,node1:2"
+		launch="mpirun.openmpi --allow-run-as-root -np 4 --mca plm_rsh_agent $nodes/ssh --host node0:2,node1:2 ${ob1_pairs[*]}"
 	fi
 	timeout -k 5 40 "$nodes/ssh" node0 "cd $bin && LD_PRELOAD=$bin/copy_count.so" \
 		"$root/scripts/coopmpi-run -p $path $launch $*" </dev/null >"$log" 2>&1

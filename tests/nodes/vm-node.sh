@@ -88,7 +88,8 @@ job mpich ob1 mpirun.mpich -np 4 -launcher ssh -launcher-exec "$rsh" \
 	-hosts vmnode0:2,vmnode1:2 "$bin/mpi_pairs.mpich"
 for path in ob1 ucx; do
 	job "openmpi ($path)" "$path" mpirun.openmpi --allow-run-as-root -np 4 \
-		--mca plm_rsh_agent "$rsh" --host vmnode0:2,vmnode1:2 "$bin/mpi_pairs.openmpi"
+		--mca plm_rsh_agent "$rsh" --host vmnode0:2,vmnode1:2 "${ob1_pairs[@]}" \
+		"$bin/mpi_pairs.openmpi"
 done
 "$rsh" vmnode1 exit >/dev/null
 echo "$pass passed, $fail failed"
