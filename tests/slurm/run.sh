@@ -82,11 +82,6 @@ before=$(copy_bytes)
 expect "openmpi: srun --mpi=pmix through coopmpi-run (ob1 + btl uct), mpi_check" \
 	"$tmp/ompi" env LD_PRELOAD="$tmp/copy_count.so" scripts/coopmpi-run -v \
 	srun --mpi=pmix -n 2 "$tmp/check.openmpi"
-copied=$(coop_copied "$tmp/ompi" "$before")
-if ((copied >= 12 * (21 << 20))); then
-	ok "openmpi: coop read the rendezvous data ($((copied >> 20)) MiB)"
-else
-	nok "openmpi: coop read the rendezvous data (only $copied bytes)" "$tmp/ompi"
-fi
+ob1_check_copied openmpi "$tmp/ompi" "$before"
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -51,6 +51,23 @@ copy_count_build() {
 		-o "$1/copy_count.so" -ldl
 }
 copy_bytes() { cat /sys/kernel/coopmpi/copy_bytes 2>/dev/null || echo 0; }
+# ob1_check_copied NAME LOG BEFORE: mpi_check ran intact through the
+# wrapper's ob1 and coop copied what it must.  mpi_check sends each of
+# its sizes 12 times: 6 one way at a time, which ob1 reads from 1 MiB
+# through btl uct (1 MiB, 4 MiB + 7, 16 MiB: 6 x 21 MiB that coop must
+# read, each byte once), and 6 in exchanges (both ranks send at once),
+# which it leaves to vader's CMA under 32 MiB
+# (pml_ob1_use_all_rdma_busy_min), as the 64 KiB + 13 always
+# (pml_ob1_use_all_rdma_min): coop's copies hold no byte of those
+ob1_check_copied() {
+	local copied big=$((6 * ((21 << 20) + 7)))
+	copied=$(coop_copied "$2" "$3")
+	if grep -q 'mpi_check: ok' "$2" && ((copied >= big && copied < big + 65549)); then
+		ok "$1: coop read the one-way data from 1 MiB, vader the rest ($copied bytes)"
+	else
+		nok "$1: coop read the one-way data from 1 MiB, vader the rest ($copied bytes, $big expected)" "$2"
+	fi
+}
 # window_bytes LOG...: the bytes the ranks' "copied:" lines say went
 # through windows
 window_bytes() {
