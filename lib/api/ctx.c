@@ -370,6 +370,7 @@ int coop_connect(coop_context_t *ctx, const void *blobs, size_t stride)
 static void log_stats(struct coop_context *ctx)
 {
 	const uint64_t *n = ctx->rx;
+	char host[256] = "?";
 
 	coop_log(ctx->rank, "received: eager %llu, bounce %llu, RTS %llu, "
 		 "CTS %llu, RTR %llu, FIN %llu, ACK %llu, FRAG %llu, "
@@ -381,11 +382,13 @@ static void log_stats(struct coop_context *ctx)
 		 (unsigned long long)n[PKT_ACK], (unsigned long long)n[PKT_FRAG],
 		 (unsigned long long)n[PKT_REVOKE],
 		 (unsigned long long)n[PKT_REVOKE_REPLY]);
-	/* window copies pass no system call: tests count them here */
+	/* window copies pass no system call: tests count them here, each
+	 * node's apart in a job across nodes (ranks are per node) */
+	gethostname(host, sizeof(host) - 1);
 	coop_log(ctx->rank, "copied: %llu bytes in %llu jobs, %llu through "
-		 "windows", (unsigned long long)ctx->stats.copy_bytes,
+		 "windows, on %s", (unsigned long long)ctx->stats.copy_bytes,
 		 (unsigned long long)ctx->stats.copy_jobs,
-		 (unsigned long long)ctx->stats.window_bytes);
+		 (unsigned long long)ctx->stats.window_bytes, host);
 }
 
 int coop_finalize(coop_context_t *ctx)

@@ -58,8 +58,9 @@ run() {
 }
 # job NAME PML LAUNCHER...: (PML: Open MPI's, the wrapper's -p) on each
 # node, coop copied that node's intra-node rendezvous bytes - through the
-# driver where it has the module, through the shm provider where it has
-# not - and none of the other node's
+# driver where it has the module (its COPY calls, and its windows, which
+# the node's ranks count in their COOP_VERBOSE "copied:" lines), through
+# the shm provider where it has not - and none of the other node's
 job() {
 	local name=$1 pml=$2 log=$dir/job.log n b0 b1 got how
 	shift 2
@@ -78,6 +79,7 @@ job() {
 			how="the driver"
 			((got == 0)) || { nok "$name: $n has the module, yet coop copied $got bytes by itself" "$log"; continue; }
 			[[ $n == vmnode0 ]] && got=$b0 || got=$b1
+			got=$((got + $(window_bytes_on "$n" "$log")))
 		fi
 		intra_copied "$name" "$n" "$how" "$got" "$log"
 	done
@@ -85,11 +87,11 @@ job() {
 
 bin=$dir/bin
 job mpich ob1 mpirun.mpich -np 4 -launcher ssh -launcher-exec "$rsh" \
-	-hosts vmnode0:2,vmnode1:2 "$bin/mpi_pairs.mpich"
+	-hosts vmnode0:2,vmnode1:2 -genv COOP_VERBOSE 1 "$bin/mpi_pairs.mpich"
 for path in ob1 ucx; do
 	job "openmpi ($path)" "$path" mpirun.openmpi --allow-run-as-root -np 4 \
 		--mca plm_rsh_agent "$rsh" --host vmnode0:2,vmnode1:2 "${ob1_pairs[@]}" \
-		"$bin/mpi_pairs.openmpi"
+		-x COOP_VERBOSE=1 "$bin/mpi_pairs.openmpi"
 done
 "$rsh" vmnode1 exit >/dev/null
 echo "$pass passed, $fail failed"

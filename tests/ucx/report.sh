@@ -68,12 +68,17 @@ ob1_check_copied() {
 		nok "$1: coop read the one-way data from 1 MiB, vader the rest ($copied bytes, $big expected)" "$2"
 	fi
 }
-# window_bytes LOG...: the bytes the ranks' "copied:" lines say went
-# through windows
-window_bytes() {
-	awk '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows$/ { s += $(NF - 2) }
+# window_bytes_on HOST LOG...: the bytes the "copied:" lines of the
+# ranks on HOST (any host: "") say went through windows
+window_bytes_on() {
+	local host=$1
+	shift
+	awk -v host="$host" '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows, on [^ ]+$/ &&
+		(host == "" || $NF == host) { s += $(NF - 4) }
 		END { printf "%.0f\n", s }' "$@"
 }
+# window_bytes LOG...: the same, of every rank
+window_bytes() { window_bytes_on "" "$@"; }
 coop_copied() {
 	local own
 	own=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }
