@@ -99,14 +99,17 @@ static void assert_failed_by_death(int rank, int rc, const coop_status_t *st)
 
 /*
  * A cooperative transfer ends when all bytes are in, whoever copied them:
- * through windows the survivor can copy the victim's range too, from or
- * into pages that outlive it, and then the transfer is complete.
+ * through windows (heap buffers, or any registered buffer on the driver)
+ * the survivor can copy the victim's range too, from or into pages that
+ * outlive it, and then the transfer is complete.
  */
-static int cooperative(void)
+static int cooperative_through_windows(coop_context_t *ctx)
 {
 	const char *rndv = getenv("COOP_RNDV");
+	coop_stats_t s;
 
-	return rndv && !strcmp(rndv, "coop");
+	return rndv && !strcmp(rndv, "coop") &&
+	       coop_get_stats(ctx, &s) == COOP_SUCCESS && s.window_bytes;
 }
 
 static void all_in_through_windows(int rank, int rc, const coop_status_t *st,
@@ -165,7 +168,7 @@ static int midcopy_rank(coop_context_t *ctx, int rank, int size, void *arg)
 	}
 	__atomic_store_n(&posted[rank], 1, __ATOMIC_RELEASE);
 	rc = coop_waitall(2, r, st);
-	if (posted[HEAP_FLAG] && cooperative() && !st[0].error)
+	if (!st[0].error && cooperative_through_windows(ctx))
 		all_in_through_windows(rank, rc, st, buf);
 	else if (rank == 1 && rc == COOP_SUCCESS && engine_writes())
 		fprintf(stderr, "fault: the engine finished rank 1's send "
