@@ -39,19 +39,19 @@ fi
 
 # one 4 MiB size: the emulator is slow.  The driver carries a message by
 # its COPY calls (copy_bytes) or through windows, which make no call: the
-# ranks' COOP_VERBOSE "copied:" lines count those (report.sh)
+# ranks' COOP_VERBOSE "copied:" lines count those (report.sh's coop_copied)
 np_args=(-p 0 -l 4194304 -u 4194304 -o /tmp/np.out)
 before=$(copy_bytes)
 expect "mpich: NetPIPE through the installed coopmpi-run" "$log" \
 	coopmpi-run -v mpirun.mpich -np 2 -genv COOP_VERBOSE 1 NPmpich2 "${np_args[@]}"
-moved=$(($(copy_bytes) - before + $(window_bytes "$log")))
+moved=$(coop_copied "$log" "$before")
 if ((moved >= 4 << 20)); then ok "mpich: the driver copied its messages ($((moved >> 20)) MiB)"
 else nok "mpich: the driver copied its messages (only $moved bytes)" "$log"; fi
 before=$(copy_bytes)
 expect "openmpi: NetPIPE through the installed coopmpi-run (ob1 + btl uct)" "$log" \
 	coopmpi-run -v mpirun.openmpi --allow-run-as-root -np 2 -x COOP_VERBOSE=1 NPopenmpi \
 	"${np_args[@]}"
-moved=$(($(copy_bytes) - before + $(window_bytes "$log")))
+moved=$(coop_copied "$log" "$before")
 if ((moved >= 4 << 20)); then ok "openmpi: the driver copied its messages ($((moved >> 20)) MiB)"
 else nok "openmpi: the driver copied its messages (only $moved bytes)" "$log"; fi
 
