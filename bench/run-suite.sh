@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run-suite.sh [full|quick|smoke|patterns|report] - the coopmpi benchmark suite.
+# bench/run-suite.sh [full|quick|smoke|patterns|exchange|report] - the coopmpi benchmark suite.
 #
 #   full   (make bench) OSU-style latency, bandwidth, bidirectional
 #          bandwidth, multi-pair bandwidth/message rate and overlap, 1 B ..
@@ -33,6 +33,13 @@
 #          them.  BENCH_VM=1 adds 4 ranks on 4 vCPUs in the VM, kmod
 #          provider (emulated).  ~2 min.  summary.md: time per protocol,
 #          auto vs the best static protocol, copies per rank.
+#   exchange  full's exchange section alone, measured as bench-quick's
+#          exchanges are: bibw, ring and alltoall of each MPI's default and
+#          the same program through coop, 16 KiB .. 16 MiB, 2 ranks each
+#          size 64 MiB a rank and repeat (4 ranks: as full),
+#          BENCH_EXCHANGE_ROUNDS interleaved rounds (default 15, ~90 s
+#          each).  summary.md: the tables and coop/default ratios of
+#          full's exchange section.
 #   report rewrite summary.md and the charts of bench/results/full from its
 #          CSVs (after changing plot.gp, say); runs nothing.  With
 #          BENCH_OUT=bench/results/patterns: that run's summary.md.
@@ -42,7 +49,8 @@
 #   BENCH_VM=0         skip the VM stage (full, smoke; patterns: 1 adds it)
 #   BENCH_PEERS=0      skip Open MPI, MPICH and ucx_perftest
 #   BENCH_ROUNDS=N     quick mode rounds (default 7)
-#   BENCH_EXCHANGE_ROUNDS=N  quick mode rounds of the exchanges (default 15)
+#   BENCH_EXCHANGE_ROUNDS=N  rounds of the exchanges in quick and exchange
+#                      modes (default 15)
 #   BENCH_FULL_ROUNDS=N  full mode rounds (default 3)
 #   BENCH_PATTERN_ROUNDS=N  patterns mode rounds (default 15)
 #   BENCH_WAIT_MAX=S   before measuring (full, quick), wait up to S seconds
@@ -71,7 +79,7 @@ usage() {
 
 mode=${1:-full}
 case $mode in
-full | quick | smoke | patterns | report) ;;
+full | quick | smoke | patterns | exchange | report) ;;
 -h | --help)
 	usage
 	exit 0
@@ -89,6 +97,7 @@ tmo=300	# seconds a single run may take (smoke: 60)
 [[ $mode == smoke ]] && tmo=60
 vm_on=${BENCH_VM:-1}	# the VM stage: opt-in for patterns (slow under TCG)
 [[ $mode == patterns ]] && vm_on=${BENCH_VM:-0}
+[[ $mode == exchange ]] && vm_on=0	# natively only: no VM stage
 failures=()
 skipped=()
 notes=()
@@ -228,18 +237,28 @@ for ((s = 1; s <= 16777216; s *= 2)); do
 done
 size_s=${size_s% } size_m=${size_m% } size_l=${size_l% }
 
+# plan_rounds N PLAN...: N rounds ($cur_round) of the steps the PLAN
+# functions add, every other round in reverse order
+plan_rounds() {
+	local rounds=$1 first plan
+	shift
+	for ((cur_round = 1; cur_round <= rounds; cur_round++)); do
+		first=${#S_NAME[@]}
+		for plan; do
+			"$plan"
+		done
+		((cur_round % 2 == 0)) && reverse_from "$first"
+	done
+}
+
 # full: BENCH_FULL_ROUNDS (default 3) rounds of every native series, every
 # other round in reverse order; tables and charts take the median over
 # rounds of each run's median over its repeats.  Then the VM stages.
 plan_full() {
-	local rounds=${BENCH_FULL_ROUNDS:-3} first
+	local rounds=${BENCH_FULL_ROUNDS:-3}
 	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=3
 
-	for ((cur_round = 1; cur_round <= rounds; cur_round++)); do
-		first=${#S_NAME[@]}
-		plan_full_round
-		((cur_round % 2 == 0)) && reverse_from "$first"
-	done
+	plan_rounds "$rounds" plan_full_round
 	if [[ $vm_on != 0 ]]; then
 		add vm-soft @vm soft "" "" 1 vm soft lib dma window stripe ucx
 		add vm-hw @vm hw "" "" 1 vm hw dma stripe hca
@@ -334,6 +353,34 @@ plan_full_osu() {
 	((have_ompi)) && ranged bibw bibw-openmpi bibw openmpi 1 ompi -t bibw
 	((have_mpich)) && ranged bibw bibw-mpich bibw mpich 1 mpich -t bibw
 	plan_full_exchange
+}
+
+# plan_exchange: exchange mode, BENCH_EXCHANGE_ROUNDS rounds
+plan_exchange() {
+	local rounds=${BENCH_EXCHANGE_ROUNDS:-15}
+	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=15
+	plan_rounds "$rounds" plan_exchange_round
+}
+
+# plan_exchange_round: exchange mode's round $cur_round: for every MPI path
+# of exchange_peers, bibw, ring and alltoall with 2 ranks, each one launch
+# of 64 MiB a rank and repeat at every size (as bench-quick's: their
+# spread is from launch to launch), and full's 4-rank runs
+plan_exchange_round() {
+	local size_s="16384 32768 65536" sizes="16384 $exchange_sizes" series runner t
+	local -a opts
+	while read -r series runner; do
+		for t in bibw ring alltoall; do
+			opts=(-t "$t" -r 3 -b 64m)
+			[[ $t == bibw ]] && opts+=(-w 16)
+			# shellcheck disable=SC2086 # the size list splits on purpose
+			add "$t-$series-r$cur_round" "$t" "$series" 1 "$sizes" "$cur_round" \
+				"$runner" "${opts[@]}" $sizes
+		done
+		for t in ring alltoall; do
+			ranged exch4 "$t-n4-$series" "${t}_n4" "$series" 1 np4 "$runner" -t "$t"
+		done
+	done < <(exchange_peers)
 }
 
 # The MPI peers of the exchange patterns: "series runner" per line, each
@@ -584,7 +631,7 @@ note_skipped() {
 		((have_mpich)) || skipped+=("MPICH (mpirun.mpich/mpicc.mpich not installed: scripts/deps.sh)")
 		((have_ucx)) || skipped+=("ucx_perftest (ucx-utils not installed: scripts/deps.sh)")
 	fi
-	[[ $vm_on == 0 ]] && skipped+=("VM stage (BENCH_VM=$vm_on)")
+	[[ $vm_on == 0 && $mode != exchange ]] && skipped+=("VM stage (BENCH_VM=$vm_on)")
 	for s in "${skipped[@]}"; do say "skipping $s"; done
 }
 
@@ -609,6 +656,6 @@ done
 report_run
 say "$mode: ${#S_NAME[@]} runs, ${#failures[@]} failed, $((SECONDS - start)) s; results in ${out#"$repo"/}"
 for f in "${failures[@]}"; do say "  failed: $f"; done
-[[ $mode == full || $mode == patterns ]] && say "summary: ${out#"$repo"/}/summary.md"
+[[ $mode == full || $mode == patterns || $mode == exchange ]] && say "summary: ${out#"$repo"/}/summary.md"
 [[ $mode == quick ]] && print_keys
 ((${#failures[@]} == 0))

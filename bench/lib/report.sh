@@ -12,21 +12,25 @@ report_run() {
 	case $mode in
 	full) summary_full ;;
 	patterns) summary_patterns ;;
+	exchange) summary_exchange ;;
 	quick) keys_quick ;;
 	smoke) ;;
 	esac
 }
 
 # report_rewrite: report mode - summary.md (and charts) again from the CSVs
-# in $out, running nothing: a full run's, else a patterns run's
+# in $out, running nothing: a full run's, else a patterns or an exchange
+# run's (BENCH_OUT=bench/results/patterns or .../exchange)
 report_rewrite() {
 	mkdir -p "$out/raw"
 	if [[ -e $out/bw.csv ]]; then
 		summary_full
 	elif [[ -e $out/scatter_n3.csv ]]; then
-		summary_patterns	# BENCH_OUT=bench/results/patterns
+		summary_patterns
+	elif [[ -e $out/alltoall.csv ]]; then
+		summary_exchange
 	else
-		say "no results in $out: run bench/run-suite.sh full (or patterns, with BENCH_OUT) first"
+		say "no results in $out: run bench/run-suite.sh full (or patterns or exchange, with BENCH_OUT) first"
 		return 1
 	fi
 	say "report: ${out#"$repo"/}/summary.md and charts rewritten"
@@ -93,6 +97,18 @@ summary_full() {
 	plot bw "Bandwidth (osu_bw, window 64) and copy limits" "MB/s" bw limits
 	plot bibw "Bidirectional bandwidth (osu_bibw)" "MB/s" bibw
 	plot_overlap
+}
+
+# summary_exchange: summary.md of an exchange run
+summary_exchange() {
+	{
+		echo "# coopmpi exchange benchmarks"
+		echo
+		run_info "$(machine); \`bench/run-suite.sh exchange\`, $((SECONDS - start)) s." \
+			"2 ranks bound to CPUs 0 and 1 (4 ranks: unbound); every value is the median over ${BENCH_EXCHANGE_ROUNDS:-15} interleaved rounds of a run's median over its repeats, every ratio the median of the per-round ratios."
+		full_exchange
+		problems "${failures[@]/#/failed: }" "${skipped[@]/#/skipped: }"
+	} >"$out/summary.md"
 }
 
 full_headline() {
