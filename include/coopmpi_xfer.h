@@ -189,7 +189,8 @@ COOP_API int coop_xfer_slot_release(coop_context_t *ctx, int peer,
  * peer's + len - x, within [len/8, len - len/8] and rounded to a page, so
  * that each side has a range to start with (then both take what the
  * other has not).  x = len when the peer copies for transfers of its own
- * (both ranks receiving at once), or did within COOP_LOAD_BUSY_MS: it has
+ * (both ranks receiving at once), or did within COOP_LOAD_BUSY_MS, and
+ * when the connected ranks outnumber the CPUs they run on: the peer has
  * no CPU to lend, so this rank should copy alone, without a work slot.
  * Never blocks.
  * Returns COOP_SUCCESS, COOP_ERR_ARG, COOP_ERR_RANK, COOP_ERR_STATE.

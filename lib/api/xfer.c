@@ -300,8 +300,10 @@ static int xfer_split_locked(coop_context_t *ctx, int peer, size_t len,
 		return rc;
 	if (!share)
 		return COOP_ERR_ARG;
-	if (coop_load_peer_copying(ctx, peer, now)) {
-		*share = len;	/* it has no CPU to lend: we copy it all */
+	/* the peer has no CPU to lend: we copy it all (more ranks than
+	 * CPUs: a helper would take the CPU of a rank that waits for it) */
+	if (!ctx->undersubscribed || coop_load_peer_copying(ctx, peer, now)) {
+		*share = len;
 		return COOP_SUCCESS;
 	}
 	ls = coop_load_score(ctx, peer, now);

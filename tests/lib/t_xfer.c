@@ -1020,6 +1020,29 @@ START_TEST(test_xfer_engine)
 }
 END_TEST
 
+/*
+ * Two ranks confined to one CPU (as a cpuset or taskset does): idle as
+ * they are, the writer has no CPU of its own to lend the reader, so the
+ * split is the whole message.
+ */
+static int confined_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct ctl c = { .slot = COOP_XFER_NO_SLOT };
+	size_t share = 0;
+
+	(void)size;
+	(void)arg;
+	if (rank == 1) {
+		ctl_recv(ctx, 0, &c);	/* alive until rank 0 checked */
+		return 0;
+	}
+	T_OK(coop_xfer_split(ctx, 1, LEN, &share));
+	T_ASSERT(share == LEN, "2 ranks on 1 CPU: share %zu of %u", share,
+		 LEN);
+	ctl_send(ctx, 1, &c);
+	return 0;
+}
+
 static const struct single_mode get = { COOP_XFER_GET, 0 },
 	put = { COOP_XFER_PUT, 0 }, get_now = { COOP_XFER_GET, 1 },
 	put_now = { COOP_XFER_PUT, 1 };
@@ -1064,6 +1087,16 @@ START_TEST(test_xfer)
 }
 END_TEST
 
+START_TEST(test_xfer_confined)
+{
+	cpu_set_t set;
+
+	ck_assert_int_eq(t_pin_first_cpu(&set), 0);
+	ck_assert_int_eq(run_ranks(2, NULL, confined_rank, NULL, 60, NULL), 0);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+END_TEST
+
 /* COOP_ENGINE=hca: dynamic endpoints are refused (t_hca.c) */
 static int dynamic_refused_rank(coop_context_t *ctx, int rank, int size,
 				void *arg)
@@ -1100,6 +1133,7 @@ TCase *tc_xfer(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_xfer, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_test(tc, test_xfer_confined);
 	tcase_add_loop_test(tc, test_dynamic, 0,
 			    (int)(sizeof(dynamic_cases) /
 				  sizeof(dynamic_cases[0])));
