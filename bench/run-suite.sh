@@ -237,11 +237,13 @@ for ((s = 1; s <= 16777216; s *= 2)); do
 done
 size_s=${size_s% } size_m=${size_m% } size_l=${size_l% }
 
-# plan_rounds N PLAN...: N rounds ($cur_round) of the steps the PLAN
-# functions add, every other round in reverse order
+# plan_rounds N DEFAULT PLAN...: N rounds (DEFAULT if N is not a count;
+# $cur_round) of the steps the PLAN functions add, every other round in
+# reverse order
 plan_rounds() {
 	local rounds=$1 first plan
-	shift
+	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=$2
+	shift 2
 	for ((cur_round = 1; cur_round <= rounds; cur_round++)); do
 		first=${#S_NAME[@]}
 		for plan; do
@@ -255,10 +257,7 @@ plan_rounds() {
 # other round in reverse order; tables and charts take the median over
 # rounds of each run's median over its repeats.  Then the VM stages.
 plan_full() {
-	local rounds=${BENCH_FULL_ROUNDS:-3}
-	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=3
-
-	plan_rounds "$rounds" plan_full_round
+	plan_rounds "${BENCH_FULL_ROUNDS:-3}" 3 plan_full_round
 	if [[ $vm_on != 0 ]]; then
 		add vm-soft @vm soft "" "" 1 vm soft lib dma window stripe ucx
 		add vm-hw @vm hw "" "" 1 vm hw dma stripe hca
@@ -357,9 +356,7 @@ plan_full_osu() {
 
 # plan_exchange: exchange mode, BENCH_EXCHANGE_ROUNDS rounds
 plan_exchange() {
-	local rounds=${BENCH_EXCHANGE_ROUNDS:-15}
-	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=15
-	plan_rounds "$rounds" plan_exchange_round
+	plan_rounds "${BENCH_EXCHANGE_ROUNDS:-15}" 15 plan_exchange_round
 }
 
 # plan_exchange_round: exchange mode's round $cur_round: for every MPI path
@@ -527,24 +524,26 @@ pattern_protos="rput rget coop auto"
 # pattern_runs for every protocol, the protocols rotated one place per
 # round and the runs in reverse order every other round, so drift of the
 # machine hits all protocols alike.
-plan_patterns() {
-	local rounds=${BENCH_PATTERN_ROUNDS:-15} first name n csv cols sizes cmd k p
+# plan_patterns_round: patterns mode's round $cur_round, every run of
+# pattern_runs per protocol, the protocols' order rotated each round
+plan_patterns_round() {
+	local name n csv cols sizes cmd k p
 	local -a order ps
 	read -ra order <<<"$pattern_protos"
-	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=15
-	for ((cur_round = 1; cur_round <= rounds; cur_round++)); do
-		first=${#S_NAME[@]}
-		while IFS='|' read -r name n csv cols sizes cmd; do
-			read -ra ps <<<"$cmd"
-			HDR[$csv]=$(pattern_hdr "$csv")
-			for ((k = 0; k < ${#order[@]}; k++)); do
-				p=${order[(k + cur_round - 1) % ${#order[@]}]}
-				add "$name-$p-r$cur_round" "$csv" "$p" "$cols" "$sizes" "$cur_round" \
-					coopn "$n" "$p" "${ps[@]}"
-			done
-		done < <(pattern_runs)
-		((cur_round % 2 == 0)) && reverse_from "$first"
-	done
+	while IFS='|' read -r name n csv cols sizes cmd; do
+		read -ra ps <<<"$cmd"
+		HDR[$csv]=$(pattern_hdr "$csv")
+		for ((k = 0; k < ${#order[@]}; k++)); do
+			p=${order[(k + cur_round - 1) % ${#order[@]}]}
+			add "$name-$p-r$cur_round" "$csv" "$p" "$cols" "$sizes" "$cur_round" \
+				coopn "$n" "$p" "${ps[@]}"
+		done
+	done < <(pattern_runs)
+}
+
+plan_patterns() {
+	local csv
+	plan_rounds "${BENCH_PATTERN_ROUNDS:-15}" 15 plan_patterns_round
 	if [[ $vm_on != 0 ]]; then
 		vm_smp=4
 		while IFS='|' read -r _ _ csv _; do
