@@ -51,6 +51,7 @@ typedef struct uct_coop_op {
 	struct uct_coop_ep *ep;	/* NULL: helping, or the ep is gone */
 	int peer;
 	uint32_t slot;		/* helping: the peer's work slot */
+	struct uct_coop_memh *reg;	/* ours to drop at the end, or NULL */
 } uct_coop_op_t;
 
 /* Interfaces of one md share its endpoint; messages name theirs. */
@@ -173,6 +174,11 @@ static inline ucs_status_t uct_coop_ep_gate(const uct_coop_ep_t *ep)
 /* The md's endpoint of the domain, created on first use (NULL: failed,
  * logged). */
 coop_context_t *uct_coop_md_ctx(uct_coop_md_t *md);
+/* A registration of [address, address + length) in use (a kept one if
+ * one holds it): NULL on failure, logged.  uct_coop_md_dereg ends the use. */
+uct_coop_memh_t *uct_coop_md_reg(uct_coop_md_t *md, void *address,
+				 size_t length);
+void uct_coop_md_dereg(uct_coop_md_t *md, uct_coop_memh_t *m);
 /* Our registration with this cookie that holds [off, off + len). */
 uct_coop_memh_t *uct_coop_md_find_reg(uct_coop_md_t *md, uint64_t cookie,
 				      uint64_t off, uint64_t len);

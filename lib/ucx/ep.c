@@ -4,8 +4,8 @@
  * makes them cooperative (COOP-p2p).
  *
  * GET_ZCOPY (the receiver of a UCP rendezvous reads the sender's buffer):
- * from UCX_COOP_HYBRID_MIN on, when our buffer is registered with this md,
- * the reader takes a work slot split at the COOP-load share, tells the
+ * from UCX_COOP_HYBRID_MIN on, when our buffer can be a region of this md
+ * (UCP's memh, else registered here for the read), the reader takes a work slot split at the COOP-load share, tells the
  * writer (HELP: slot, length, both regions) and starts its copy job; the
  * writer's progress - this file's message handler, run by its interface's
  * progress callback - starts a job writing the other range.  Each side
@@ -114,9 +114,10 @@ static ucs_status_t copy_status(int rc)
 					  UCS_ERR_IO_ERROR;
 }
 
+/* Start p's copy job; reg (may be NULL) is dropped when it ends. */
 static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 			     const coop_xfer_params_t *p,
-			     uct_completion_t *comp)
+			     uct_completion_t *comp, uct_coop_memh_t *reg)
 {
 	uct_coop_op_t *op = calloc(1, sizeof(*op));
 	int rc;
@@ -134,6 +135,7 @@ static ucs_status_t start_op(uct_coop_md_t *md, uct_coop_ep_t *ep,
 	op->ep = ep;
 	op->peer = p->peer;
 	op->slot = comp ? COOP_XFER_NO_SLOT : p->slot;	/* help: DONE due */
+	op->reg = reg;
 	if (ep)
 		ep->outstanding++;
 	ucs_list_add_tail(&md->ops, &op->list);
@@ -185,36 +187,68 @@ static void xfer_params(coop_xfer_params_t *p, const uct_coop_ep_t *ep,
 }
 
 /*
- * A work slot for a GET of p->len bytes split at the COOP-load share,
- * and the writer asked to help: p->slot set; nothing when the message is
- * small, our buffer is not ours to offer, the writer copies for itself
- * (the share is all of it) or no slot is free.
+ * Our buffer as a region the writer may write into: the memh UCP gave
+ * (memory the user mapped, Open MPI's btl uct registers its own), else a
+ * registration of ours, *taken, dropped when the read ends.
  */
-static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
-		     const uct_iov_t *iov)
+static const uct_coop_memh_t *own_region(uct_coop_md_t *md,
+					 const uct_iov_t *iov,
+					 uct_coop_memh_t **taken)
 {
-	coop_context_t *ctx = iface->md->ctx;
-	const uct_coop_memh_t *m = iov->memh;
+	if (iov->memh != UCT_MEM_HANDLE_NULL)
+		return iov->memh;
+	*taken = uct_coop_md_reg(md, iov->buffer, iov_bytes(iov));
+	return *taken;
+}
+
+/* A work slot for p split at share, and the writer asked to help into
+ * region m: 0 and p->slot set, or -1 (no slot free, no message sent). */
+static int send_help(coop_context_t *ctx, coop_xfer_params_t *p,
+		     const uct_coop_memh_t *m, size_t share)
+{
 	struct coop_help h = { .type = UCT_COOP_MSG_HELP, .len = p->len,
 			       .src_cookie = p->key.cookie,
-			       .src_off = p->offset };
-	size_t share;
+			       .src_off = p->offset,
+			       .dst_cookie = m->key.cookie,
+			       .dst_off = (uintptr_t)p->local -
+					  (uintptr_t)m->addr };
 
-	if (p->len < iface->hybrid_min || m == UCT_MEM_HANDLE_NULL ||
-	    !m->length || coop_xfer_split(ctx, p->peer, p->len, &share) ||
-	    share >= p->len)
-		return;
 	if (coop_xfer_slot_alloc(ctx, p->peer, p->len, share, &h.slot))
-		return;
-	h.dst_cookie = m->key.cookie;
-	h.dst_off = (uintptr_t)p->local - (uintptr_t)m->addr;
+		return -1;
 	if (coop_msg_send(ctx, p->peer, &h, sizeof(h))) {
 		/* no helper: neither reference will be dropped otherwise */
 		coop_xfer_slot_release(ctx, p->peer, h.slot);
 		coop_xfer_slot_release(ctx, p->peer, h.slot);
-		return;
+		return -1;
 	}
 	p->slot = h.slot;
+	return 0;
+}
+
+/*
+ * The writer asked to help with a GET of p->len bytes, split at the
+ * COOP-load share: p->slot set, *taken the registration of our buffer
+ * made for it (NULL if none).  Nothing when the message is small, the
+ * writer copies for itself (the share is all of it), our buffer cannot
+ * be a region or no slot is free.
+ */
+static void ask_help(uct_coop_iface_t *iface, coop_xfer_params_t *p,
+		     const uct_iov_t *iov, uct_coop_memh_t **taken)
+{
+	uct_coop_md_t *md = iface->md;
+	const uct_coop_memh_t *m;
+	size_t share;
+
+	if (p->len < iface->hybrid_min ||
+	    coop_xfer_split(md->ctx, p->peer, p->len, &share) ||
+	    share >= p->len)
+		return;
+	m = own_region(md, iov, taken);
+	if (m && m->length && !send_help(md->ctx, p, m, share))
+		return;
+	if (*taken)
+		uct_coop_md_dereg(md, *taken);
+	*taken = NULL;
 }
 
 /*
@@ -247,6 +281,7 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
 	uct_coop_ep_t *ep = ucs_derived_of(tl_ep, uct_coop_ep_t);
 	uct_coop_iface_t *iface = uct_coop_ep_iface(ep);
+	uct_coop_memh_t *taken = NULL;
 	coop_xfer_params_t p;
 	ucs_status_t status;
 	int empty;
@@ -257,13 +292,16 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 		return status;
 	xfer_params(&p, ep, COOP_XFER_GET, iov, remote_addr,
 		    (const uct_coop_rkey_t *)rkey);
-	ask_help(iface, &p, iov);
+	ask_help(iface, &p, iov, &taken);
 	if (copy_now(iface, &p))
 		return copy(iface->md, &p);
-	status = start_op(iface->md, ep, &p, comp);
-	if (status != UCS_INPROGRESS && p.slot != COOP_XFER_NO_SLOT)
+	status = start_op(iface->md, ep, &p, comp, taken);
+	if (status != UCS_INPROGRESS && p.slot != COOP_XFER_NO_SLOT) {
 		/* the writer's DONE will drop the other reference */
 		coop_xfer_slot_release(iface->md->ctx, p.peer, p.slot);
+		if (taken)
+			uct_coop_md_dereg(iface->md, taken);
+	}
 	return status;
 }
 
@@ -327,7 +365,7 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	p.flags |= put_flags(iface, p.len);
 	if (copy_now(iface, &p))
 		return copy(iface->md, &p);
-	return start_op(iface->md, ep, &p, comp);
+	return start_op(iface->md, ep, &p, comp, NULL);
 }
 
 ucs_status_t uct_coop_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -410,7 +448,7 @@ static void help_peer_read(uct_coop_md_t *md, int src,
 	if (m && !md_busy(md)) {	/* only from a region of ours, as its
 					 * rkey named it */
 		p.local = (char *)m->addr + h->src_off;
-		if (start_op(md, NULL, &p, NULL) == UCS_INPROGRESS)
+		if (start_op(md, NULL, &p, NULL, NULL) == UCS_INPROGRESS)
 			return;	/* DONE when the job ends */
 	}
 	coop_msg_send(md->ctx, src, &done, sizeof(done));
@@ -461,6 +499,8 @@ static void op_done(uct_coop_md_t *md, uct_coop_op_t *op, int err)
 	if (err)
 		ucs_debug("coop: copy with rank %d: %s", op->peer,
 			  coop_strerror(err));
+	if (op->reg)
+		uct_coop_md_dereg(md, op->reg);
 	if (op->ep)
 		ep_op_done(op->ep);
 	if (op->comp)

@@ -10,12 +10,13 @@
  * it, else Open MPI's PMIx namespace, else MPICH hydra's proxy (the
  * parent of every local rank), else the user.
  *
- * Registration cache: UCP registers both buffers of every rendezvous with
- * the md, which costs two ioctls with the driver.  A region pins nothing
- * (the driver pins a copy's pages while it copies, at whatever the
- * address maps then), so a registration can outlive its deregistration
- * safely: the last RCACHE_UNUSED unused ones stay, and a registration
- * inside one of ours reuses it.
+ * Registration cache: UCP registers the sender's buffer of every
+ * rendezvous with the md (the reader's only ep.c registers, when the
+ * writer helps), which costs an ioctl with the driver.  A region pins
+ * nothing (the driver pins a copy's pages while it copies, at whatever
+ * the address maps then), so a registration can outlive its
+ * deregistration safely: the last RCACHE_UNUSED unused ones stay, and a
+ * registration inside one of ours reuses it.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -173,26 +174,24 @@ static void reg_trim(uct_coop_md_t *md)
 	}
 }
 
-static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
-				     size_t length, unsigned flags,
-				     uct_mem_h *memh_p)
+uct_coop_memh_t *uct_coop_md_reg(uct_coop_md_t *md, void *address,
+				 size_t length)
 {
-	uct_coop_md_t *md = ucs_derived_of(tl_md, uct_coop_md_t);
 	coop_context_t *ctx = uct_coop_md_ctx(md);
 	uct_coop_memh_t *m;
 	int rc = COOP_SUCCESS;
 
-	(void)flags;
 	if (!ctx)
-		return UCS_ERR_IO_ERROR;
+		return NULL;
 	m = reg_reuse(md, address, length);
-	if (m) {
-		*memh_p = m;
-		return UCS_OK;
-	}
+	if (m)
+		return m;
 	m = calloc(1, sizeof(*m));
-	if (!m)
-		return UCS_ERR_NO_MEMORY;
+	if (!m) {
+		ucs_error("coop: no memory to register %p..+%zu", address,
+			  length);
+		return NULL;
+	}
 	m->addr = address;
 	m->length = length;
 	if (length)	/* an empty region needs no registration */
@@ -202,10 +201,32 @@ static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
 		ucs_error("coop: cannot register %p..+%zu: %s", address,
 			  length, coop_strerror(rc));
 		free(m);
-		return UCS_ERR_IO_ERROR;
+		return NULL;
 	}
 	m->refs = 1;
 	ucs_list_add_head(&md->regs, &m->list);
+	return m;
+}
+
+void uct_coop_md_dereg(uct_coop_md_t *md, uct_coop_memh_t *m)
+{
+	if (!--m->refs) {
+		md->nunused++;
+		reg_trim(md);
+	}
+}
+
+static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
+				     size_t length, unsigned flags,
+				     uct_mem_h *memh_p)
+{
+	uct_coop_md_t *md = ucs_derived_of(tl_md, uct_coop_md_t);
+	uct_coop_memh_t *m;
+
+	(void)flags;
+	m = uct_coop_md_reg(md, address, length);
+	if (!m)
+		return UCS_ERR_IO_ERROR;
 	*memh_p = m;
 	return UCS_OK;
 }
@@ -213,15 +234,8 @@ static ucs_status_t uct_coop_mem_reg(uct_md_h tl_md, void *address,
 static ucs_status_t
 uct_coop_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 {
-	uct_coop_md_t *md = ucs_derived_of(tl_md, uct_coop_md_t);
-	uct_coop_memh_t *m;
-
 	UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
-	m = params->memh;
-	if (!--m->refs) {
-		md->nunused++;
-		reg_trim(md);
-	}
+	uct_coop_md_dereg(ucs_derived_of(tl_md, uct_coop_md_t), params->memh);
 	return UCS_OK;
 }
 
@@ -305,9 +319,14 @@ static ucs_status_t uct_coop_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
 	(void)tl_md;
 	attr->rkey_packed_size = sizeof(uct_coop_rkey_t);
-	/* our buffer too: the writer that helps needs its region */
+	/*
+	 * No UCT_MD_FLAG_NEED_MEMH: UCP would register every receive buffer
+	 * (a quarter of a rendezvous's instructions in UCP and here), while
+	 * only a reader that asks the writer's help needs its buffer to be
+	 * a region; ep.c registers that one itself.
+	 */
 	attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
-			  UCT_MD_FLAG_NEED_MEMH | UCT_MD_FLAG_ALLOC;
+			  UCT_MD_FLAG_ALLOC;
 	attr->cap.reg_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 	attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 	attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);

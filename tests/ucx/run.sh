@@ -9,7 +9,8 @@
 #     --quick   only the checks that make check runs in the VM (stage
 #               ucx-vm-quick): ucx_info and the version refusal, mpi_check
 #               under MPICH and both Open MPI paths, put_zcopy by the
-#               offload engine, a rank killed under MPICH and Open MPI's
+#               offload engine, the writer's help with a one-way read,
+#               a rank killed under MPICH and Open MPI's
 #               default path, nothing left in /dev/shm.  Left out: NetPIPE,
 #               coop alone, sleeping ranks, striped and auto puts, domains
 #               apart, the kills under pml ucx.
@@ -216,6 +217,19 @@ for mode in "${put_modes[@]}"; do
 		nok "mpich: put_zcopy, UCX_COOP_PUT=$mode: $name (dma_completed +$grown)" "$log"
 	fi
 done
+
+# 2e. One way from UCX_COOP_HYBRID_MIN (1 MiB) on, the reader asks the
+#     writer's help (COOP-p2p): in a tag_bw stream of 4 MiB messages the
+#     sender, which receives nothing, copies a share too (the "copied:"
+#     lines of COOP_VERBOSE=1), and the receiver the rest.
+copied_by() { awk '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes/ { s += $3 } END { printf "%.0f\n", s }' "$1"; }
+perf_pair "$tmp/help" COOP_VERBOSE=1 COOP_VERBOSE=1 -t tag_bw -s 4194304 -n 100
+sent=$(copied_by "$tmp/help") received=$(copied_by "$tmp/help.srv")
+if grep -q 'Final:' "$tmp/help" && ((sent > 0 && received > 0)); then
+	ok "tag_bw 4 MiB one way: the writer helped the reader ($sent + $received bytes)"
+else
+	nok "tag_bw 4 MiB one way: the writer helped the reader ($sent + $received bytes)" "$tmp/help"
+fi
 
 provider=shm
 [[ -e /dev/coopmpi ]] && provider=kmod
