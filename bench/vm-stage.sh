@@ -12,8 +12,9 @@
 #          striping (COOP_RNDV=stripe, ratio measured) vs. the CPU alone
 #          (rput) and the engine alone (dma)
 #   hca    the HCA-loopback engine (COOP_ENGINE=hca) over Soft-RoCE in
-#          the same way, series hca-rput/hca-stripe/hca-dma (the VM must
-#          have rdma_rxe: bench/lib/run.sh loads it in the hw VM)
+#          the same way, series hca-rput/hca-stripe/hca-dma, and rput/dma
+#          with no registration kept (COOP_HCA_MR_CACHE=0: -nokeep) (the
+#          VM must have rdma_rxe: bench/lib/run.sh loads it in the hw VM)
 #   patterns  bench/bin/patterns and bench/bin/stencil, 4 ranks, kmod
 #          provider, every protocol of run-suite.sh patterns (boot the VM
 #          with --smp 4: a CPU per rank)
@@ -133,11 +134,14 @@ for mode in "$@"; do
 	hca)
 		sizes="1048576 4194304 16777216"
 		scripts/vm/rxe-up || { failed=$((failed + 1)); continue; }
-		for proto in rput stripe dma; do
+		# -nokeep: every message registers its buffers anew
+		for series in rput stripe dma rput-nokeep dma-nokeep; do
+			keep=32
+			[[ $series == *-nokeep ]] && keep=0
 			# shellcheck disable=SC2086
-			one "vm-stripe-hca-$proto" vm_stripe "hca-$proto" 1 "$sizes" \
+			one "vm-stripe-hca-$series" vm_stripe "hca-$series" 1 "$sizes" \
 				env COOP_VERBOSE=1 COOP_PROVIDER=kmod COOP_ENGINE=hca \
-				COOP_RNDV="$proto" \
+				COOP_RNDV="${series%-nokeep}" COOP_HCA_MR_CACHE=$keep \
 				scripts/cooprun -n 2 -t 300 bench/bw -i 4 -r 3 -w 1 $sizes
 		done
 		;;

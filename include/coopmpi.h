@@ -509,7 +509,11 @@ typedef struct coop_stats {
 					 * sends not started) */
 	uint64_t window_bytes;	/* of copy_bytes, those copied through
 				 * windows (peers' regions mapped) */
-	uint64_t reserved[5];	/* zero: room for later counters */
+	uint64_t engine_regs;	/* buffers the offload engine registered
+				 * (COOP_ENGINE=hca: pinned) */
+	uint64_t engine_regs_kept;	/* registrations it kept and used
+					 * again (COOP_HCA_MR_CACHE) */
+	uint64_t reserved[3];	/* zero: room for later counters */
 } coop_stats_t;
 
 /*

@@ -457,8 +457,20 @@ full_stripe() {
 	echo
 	echo "| size | hca/hw engine alone | hca/hw striped |"
 	echo "|---:|---:|---:|"
+	stripe_ratio_rows hca-dma hw-dma hca-stripe hw-stripe
+	echo
+	echo "The HCA engine's registrations kept for the next message (COOP_HCA_MR_CACHE) against none kept (-nokeep), MB/s ratio:"
+	echo
+	echo "| size | dma kept/not | rput kept/not |"
+	echo "|---:|---:|---:|"
+	stripe_ratio_rows hca-dma hca-dma-nokeep hca-rput hca-rput-nokeep
+}
+
+# stripe_ratio_rows A B C D: per size of the striping runs, A/B and C/D
+stripe_ratio_rows() {
+	local s
 	for s in 1048576 4194304 16777216; do
-		echo "| $(human "$s") | $(ratio vm_stripe hca-dma vm_stripe hw-dma "$s") | $(ratio vm_stripe hca-stripe vm_stripe hw-stripe "$s") |"
+		echo "| $(human "$s") | $(ratio vm_stripe "$1" vm_stripe "$2" "$s") | $(ratio vm_stripe "$3" vm_stripe "$4" "$s") |"
 	done
 }
 

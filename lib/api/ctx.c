@@ -486,6 +486,9 @@ static int get_stats_locked(coop_context_t *ctx, coop_stats_t *out)
 	if (!ctx || !out)
 		return COOP_ERR_ARG;
 	*out = ctx->stats;
+	out->engine_regs = ctx->prov.engine_regs - ctx->engine_regs_base;
+	out->engine_regs_kept = ctx->prov.engine_regs_kept -
+				ctx->engine_regs_kept_base;
 	return COOP_SUCCESS;
 }
 
@@ -499,6 +502,8 @@ static int reset_stats_locked(coop_context_t *ctx)
 	if (!ctx)
 		return COOP_ERR_ARG;
 	memset(&ctx->stats, 0, sizeof(ctx->stats));
+	ctx->engine_regs_base = ctx->prov.engine_regs;
+	ctx->engine_regs_kept_base = ctx->prov.engine_regs_kept;
 	return COOP_SUCCESS;
 }
 

@@ -200,6 +200,13 @@ static const struct cfg_entry table[] = {
 	  gid_words, 0,
 	  "COOP_ENGINE=hca on RoCE: the port's GID index; auto: its first "
 	  "RoCE v2 GID with an IPv4 address, else its first" },
+	{ "COOP_HCA_MR_CACHE", CFG_UINT, FIELD(hca_mr_cache), "32", 0, 256,
+	  NULL, 0,
+	  "COOP_ENGINE=hca: HCA registrations (pinned buffers) a rank keeps "
+	  "after their message for the next one on the same buffer, each "
+	  "watched through one of the driver's windows so that a buffer "
+	  "freed and allocated again is registered anew; kmod provider with "
+	  "COOP_WINDOWS; 0: none" },
 	{ "COOP_PRECOPY_BYTES", CFG_SIZE, FIELD(precopy_bytes), "16m", 4 * KIB,
 	  64 * GIB, NULL, 0,
 	  "COOP_RNDV=precopy: each rank's staging area for the messages it "

@@ -54,6 +54,7 @@ struct coop_config {
 	int engine;		/* COOP_ENGINE: enum coop_engine_choice */
 	char hca_device[COOP_CFG_TEXT_MAX];	/* COOP_HCA_DEVICE */
 	unsigned hca_gid;	/* COOP_HCA_GID, COOP_GID_AUTO */
+	unsigned hca_mr_cache;	/* COOP_HCA_MR_CACHE */
 	double stripe_ratio;	/* COOP_STRIPE_RATIO, < 0: measure it */
 	size_t stripe_min;	/* COOP_STRIPE_MIN */
 	size_t offload_busy;	/* COOP_OFFLOAD_BUSY */

@@ -60,6 +60,7 @@ static int open_provider(struct coop_context *ctx, int dynamic)
 	ctx->prov.hca_device = cfg->hca_device[0] ? cfg->hca_device : NULL;
 	ctx->prov.hca_gid = cfg->hca_gid == COOP_GID_AUTO ? -1 :
 						     (int)cfg->hca_gid;
+	ctx->prov.hca_mr_cache = cfg->hca_mr_cache;
 	if (coop_provider_open(&ctx->prov, coop_config_provider(cfg),
 			       ctx->key))
 		return COOP_ERR_PROVIDER;

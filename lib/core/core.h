@@ -473,6 +473,8 @@ struct coop_context {
 	struct coop_request done_req;	/* static, always complete */
 	uint64_t rx[PKT_TYPE_MAX];	/* packets received, by type */
 	coop_stats_t stats;	/* coop_get_stats() */
+	/* the provider's engine_regs / _kept at the last coop_reset_stats */
+	uint64_t engine_regs_base, engine_regs_kept_base;
 	struct coop_regcache regs;	/* regcache.c */
 	struct coop_windows wins;	/* window.c */
 	unsigned idle;

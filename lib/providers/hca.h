@@ -18,12 +18,33 @@
 #define HCA_MAX_LENGTH	(1ULL << 30)	/* of one put */
 #define HCA_REG_BUCKETS	1024
 
+/* An HCA registration (ibv MR) of [addr, addr + len), kept for the next
+ * message while its watch says the range still has the pages it pinned
+ * (hca_mrcache.c). */
+struct hca_mr {
+	struct ibv_mr *mr;	/* NULL: a free place */
+	uintptr_t addr;
+	size_t len;
+	int access;		/* IBV_ACCESS_* */
+	unsigned refs;
+	uint8_t loose;		/* not in the cache: freed when unused */
+	uint64_t used;		/* LRU clock */
+	uint64_t seq;		/* the watch's word when the pages were pinned */
+	struct coop_watch watch;	/* word NULL: not kept */
+};
+
+struct hca_mrcache {
+	struct hca_mr *e;	/* COOP_HCA_MR_CACHE places */
+	unsigned n;
+	uint64_t clock;
+};
+
 /* One registration through reg(): the HCA's part of a writable one. */
 struct hca_reg {
 	struct hca_reg *next;
 	uint64_t cookie;
 	uint64_t len;
-	struct ibv_mr *mr;	/* NULL: not writable, nothing with the HCA */
+	struct hca_mr *mr;	/* NULL: not writable, nothing with the HCA */
 	int slot;		/* in our table */
 };
 
@@ -40,7 +61,7 @@ struct hca_peer {
 struct hca_op {
 	uint64_t tag;
 	uint64_t bytes;
-	struct ibv_mr *mr;	/* the local source */
+	struct hca_mr *mr;	/* the local source */
 	int peer;
 	uint8_t nwr;
 	uint8_t reported;	/* its offload_done went out (an error) */
@@ -49,6 +70,7 @@ struct hca_op {
 struct hca {
 	struct coop_provider_ops ops;	/* the base's, ours on top */
 	const struct coop_provider_ops *base;
+	struct coop_provider *prov;	/* whose engine this is */
 	pthread_mutex_t lock;
 	struct ibv_device **list;
 	struct ibv_context *dev;
@@ -69,6 +91,7 @@ struct hca {
 	uint8_t (*notes)[COOP_OFFLOAD_NOTIFY_SIZE];	/* one per op */
 	struct ibv_mr *notes_mr;
 	struct hca_reg *regs[HCA_REG_BUCKETS];
+	struct hca_mrcache mrc;
 	struct coopmpi_offload_counters *cnt;
 	uint64_t max_length;
 	int verbose;
@@ -95,5 +118,14 @@ int hca_offload_poll(struct coop_provider *p, struct coop_offload_done *out,
  * queue pairs are gone) */
 void hca_free_regs(struct hca *h);
 void hca_drop_ops(struct hca *h);
+
+/* hca_mrcache.c: an MR over [addr, addr + len) with at least access, in
+ * use until hca_mr_put (NULL, errno set: the adapter refused it) */
+struct hca_mr *hca_mr_get(struct hca *h, const void *addr, size_t len,
+			  int access);
+void hca_mr_put(struct hca *h, struct hca_mr *m);
+/* n MRs kept at most (0: none): 0 or -ENOMEM; fini drops them all */
+int hca_mrcache_init(struct hca *h, unsigned n);
+void hca_mrcache_fini(struct hca *h);
 
 #endif

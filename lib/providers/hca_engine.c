@@ -27,7 +27,7 @@ _Static_assert(HCA_REG_BUCKETS == 1 << 10, "reg_bucket takes 10 bits");
 static int reg_writable(struct hca *h, struct hca_reg *g, void *addr)
 {
 	/* remote read: the flush of add_flush() reads back what was put */
-	g->mr = ibv_reg_mr(h->pd, addr, g->len, IBV_ACCESS_LOCAL_WRITE |
+	g->mr = hca_mr_get(h, addr, g->len, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!g->mr) {
 		int e = errno ? errno : ENOMEM;
@@ -40,10 +40,10 @@ static int reg_writable(struct hca *h, struct hca_reg *g, void *addr)
 		return -e;
 	}
 	g->slot = hca_table_add(&h->own, g->cookie, (uintptr_t)addr, g->len,
-				g->mr->rkey);
+				g->mr->mr->rkey);
 	if (g->slot >= 0)
 		return 0;
-	ibv_dereg_mr(g->mr);
+	hca_mr_put(h, g->mr);
 	return g->slot;
 }
 
@@ -113,7 +113,7 @@ int hca_dereg(struct coop_provider *p, const struct coop_rkey *key)
 	g = reg_unlink(h, key);
 	if (g && g->mr) {
 		hca_table_remove(&h->own, g->slot);
-		ibv_dereg_mr(g->mr);
+		hca_mr_put(h, g->mr);
 	}
 	pthread_mutex_unlock(&h->lock);
 	free(g);
@@ -220,11 +220,11 @@ static int hca_put_locked(struct hca *h, int peer, const void *local,
 	memset(op, 0, sizeof(*op));
 	memset(w.wr, 0, sizeof(w.wr));
 	if (len) {
-		op->mr = ibv_reg_mr(h->pd, (void *)local, len, 0);
+		op->mr = hca_mr_get(h, local, len, 0);
 		if (!op->mr)
 			return errno ? -errno : -ENOMEM;
 		wr_add(&w, opi, IBV_WR_RDMA_WRITE, (uintptr_t)local,
-		       (uint32_t)len, op->mr->lkey);
+		       (uint32_t)len, op->mr->mr->lkey);
 		rc = remote(pe, dst, dst_off, len, &w.wr[0]);
 		if (rc)
 			goto fail;
@@ -258,7 +258,7 @@ static int hca_put_locked(struct hca *h, int peer, const void *local,
 	return 0;
 fail:
 	if (op->mr)
-		ibv_dereg_mr(op->mr);
+		hca_mr_put(h, op->mr);
 	op->mr = NULL;
 	return rc;
 }
@@ -329,7 +329,7 @@ static int on_wc(struct coop_provider *p, struct hca *h,
 		out = 1;
 	}
 	if (op->mr)
-		ibv_dereg_mr(op->mr);
+		hca_mr_put(h, op->mr);
 	op->mr = NULL;
 	h->peers[op->peer].wrs -= op->nwr;
 	count_op(h, op, -1);
@@ -367,7 +367,7 @@ void hca_free_regs(struct hca *h)
 		while ((g = h->regs[b])) {
 			h->regs[b] = g->next;
 			if (g->mr)
-				ibv_dereg_mr(g->mr);
+				hca_mr_put(h, g->mr);
 			free(g);
 		}
 	}
@@ -394,6 +394,6 @@ void hca_drop_ops(struct hca *h)
 					   __ATOMIC_RELAXED);
 		}
 		if (op->mr)
-			ibv_dereg_mr(op->mr);
+			hca_mr_put(h, op->mr);
 	}
 }

@@ -32,9 +32,10 @@
  * Memory: a region registered for writing is also registered with the
  * HCA (ibv_reg_mr: pinned, counted in RLIMIT_MEMLOCK) and its HCA key is
  * published under the base provider's cookie; the local source of a put
- * is registered for the time of that put.  No registration cache: a
- * buffer freed and reallocated at the same address would be read from
- * its old pages (the reason UCX and Open MPI hook the allocator).
+ * is registered for the time of that put.  Those MRs are kept for the
+ * next message on the same buffer where the base provider can watch the
+ * buffer's pages (hca_mrcache.c: a buffer freed and allocated again at
+ * the same address has other pages, which a kept MR would not see).
  *
  * Load: the engine keeps the counters page's hca_ops/hca_bytes (work in
  * flight on the HCA, sysfs "offload") up to date, and points the core's
@@ -337,6 +338,7 @@ static void hca_free(struct hca *h)
 	if (h->notes)
 		hca_drop_ops(h);
 	hca_free_regs(h);
+	hca_mrcache_fini(h);
 	if (h->notes_mr)
 		ibv_dereg_mr(h->notes_mr);
 	free(h->notes);
@@ -495,10 +497,13 @@ int coop_hca_attach(struct coop_provider *p)
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
 	h->own.fd = -1;
+	h->prov = p;
 	h->rank = p->rank;
 	h->nranks = p->nranks;
 	h->verbose = p->verbose;
 	rc = setup(h, p);
+	if (!rc)
+		rc = hca_mrcache_init(h, p->hca_mr_cache);
 	if (rc) {
 		if (h->dev)
 			coop_log(p->rank, "COOP_ENGINE=hca: cannot set up %s: %s",

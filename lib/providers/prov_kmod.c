@@ -294,8 +294,8 @@ static int kmod_event_arm(struct coop_provider *p, int arm)
 	return 0;
 }
 
-static int kmod_reg(struct coop_provider *p, void *addr, size_t len,
-		    unsigned int access, struct coop_rkey *key)
+int kmod_reg(struct coop_provider *p, void *addr, size_t len,
+	     unsigned int access, struct coop_rkey *key)
 {
 	struct kmod_priv *k = p->priv;
 	struct coopmpi_region_register r = {
@@ -312,7 +312,7 @@ static int kmod_reg(struct coop_provider *p, void *addr, size_t len,
 	return 0;
 }
 
-static int kmod_dereg(struct coop_provider *p, const struct coop_rkey *key)
+int kmod_dereg(struct coop_provider *p, const struct coop_rkey *key)
 {
 	struct kmod_priv *k = p->priv;
 	struct coopmpi_region_deregister d = {
@@ -435,6 +435,8 @@ const struct coop_provider_ops coop_provider_kmod = {
 	.copy = kmod_copy,
 	.win_map = kmod_win_map,
 	.win_unmap = kmod_win_unmap,
+	.watch = kmod_watch,
+	.unwatch = kmod_unwatch,
 	.peer_alive = kmod_peer_alive,
 	.copy_ok = kmod_copy_ok,
 	.load_slot = kmod_load_slot,

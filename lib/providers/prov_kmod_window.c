@@ -4,7 +4,10 @@
  * with COOPMPI_REGION_MAP, attached and mapped here.  The driver keeps the
  * mapping coherent with the owner's page tables and says in the window's
  * state word whether a copy through it got what the owner had; the
- * endpoint's state words are one read-only page, mapped once.
+ * endpoint's state words are one read-only page, mapped once.  A watch
+ * is a window on a region of our own, attached and never mapped: only
+ * its state word is used, which the driver's notifier on the range keeps
+ * counting for as long as it is attached.
  */
 #include <errno.h>
 #include <string.h>
@@ -95,4 +98,37 @@ void kmod_win_close(struct coop_provider *p)
 	if (*state)
 		munmap((void *)*state, 4096);
 	*state = NULL;
+}
+
+int kmod_watch(struct coop_provider *p, void *addr, size_t len,
+	       struct coop_watch *w)
+{
+	struct coopmpi_window_attach a = { .size = sizeof(a) };
+	const uint64_t *state;
+	int err;
+
+	if (!(kmod_win_reg_flags(p, COOPMPI_REGION_READ) & COOPMPI_REGION_MAP))
+		return -EOPNOTSUPP;
+	state = win_state(p);
+	if (!state)
+		return -errno;
+	err = kmod_reg(p, addr, len, COOPMPI_REGION_READ, &w->key);
+	if (err)
+		return err;
+	a.cookie = w->key.cookie;
+	if (ioctl(kmod_ep_fd(p), COOPMPI_IOC_WINDOW_ATTACH, &a)) {
+		err = -errno;
+		kmod_dereg(p, &w->key);
+		return err;
+	}
+	w->handle = a.handle;
+	w->word = state + a.state_index;
+	return 0;
+}
+
+void kmod_unwatch(struct coop_provider *p, struct coop_watch *w)
+{
+	win_detach(p, w->handle);
+	kmod_dereg(p, &w->key);
+	memset(w, 0, sizeof(*w));
 }

@@ -75,6 +75,21 @@ struct coop_window_map {
 	size_t map_bytes;
 };
 
+/*
+ * A watch on a range of our own memory (watch/unwatch): *word counts the
+ * changes of our page tables over it - munmap, mremap, MADV_DONTNEED,
+ * copy-on-write after fork, migration - as a window's state word does
+ * (odd while one is under way, COOPMPI_WINDOW_DEAD once the watch is
+ * gone).  Pages pinned meanwhile (an RDMA registration) are still the
+ * range's iff the word read now (acquire) equals the even, flagless word
+ * read before they were pinned and again right after.
+ */
+struct coop_watch {
+	const uint64_t *word;
+	struct coop_rkey key;	/* the region the watch is on */
+	uint32_t handle;	/* and its window */
+};
+
 /* Largest endpoint address blob a provider produces. */
 #define COOP_ADDR_MAX 128
 
@@ -146,6 +161,15 @@ struct coop_provider_ops {
 		       const struct coop_rkey *key, int writable,
 		       struct coop_window_map *w);
 	void (*win_unmap)(struct coop_provider *p, struct coop_window_map *w);
+	/*
+	 * Watches (optional: both NULL when the provider has none).  Watch
+	 * [addr, addr + len) of our memory: 0, or -errno (-EOPNOTSUPP: not
+	 * on this endpoint, e.g. windows off).  A watch costs a region and a
+	 * window of the endpoint's until unwatch.
+	 */
+	int (*watch)(struct coop_provider *p, void *addr, size_t len,
+		     struct coop_watch *w);
+	void (*unwatch)(struct coop_provider *p, struct coop_watch *w);
 
 	/* Is the peer still alive?  1 yes, 0 no. */
 	int (*peer_alive)(struct coop_provider *p, int peer);
@@ -234,11 +258,16 @@ struct coop_provider {
 	unsigned engine_want;	/* enum coop_engine_choice */
 	const char *hca_device;	/* COOP_ENGINE_HCA: its name, NULL: any */
 	int hca_gid;		/* RoCE GID index, < 0: a routable one */
+	unsigned hca_mr_cache;	/* HCA registrations kept at most */
 	/* ... and in use: the HCA engine's state (prov_hca.c), and the
 	 * node's bytes in flight on the engine (offload counters) once set
 	 * up, else NULL */
 	void *engine;
 	const uint64_t *engine_load;
+	/* the registrations the engine made, and those it kept and used
+	 * again, since open (coop_stats_t) */
+	uint64_t engine_regs;
+	uint64_t engine_regs_kept;
 };
 
 /* Is a message there for poll_msg?  Safe without the consumer's lock. */

@@ -24,7 +24,13 @@
  *   region the peer deregistered (the CPU path of the shm provider would
  *   still write there: the HCA checks its own keys): the job fails with
  *   COOP_ERR_COPY, no byte of the peer changes, and the pair still works
- *   for the next job.
+ *   for the next job;
+ * - registrations kept for the next message (hca_mrcache.c): the same
+ *   buffers again use them (kmod provider: its windows watch the pages),
+ *   buffers unmapped and mapped again at the same address or dropped
+ *   with MADV_DONTNEED are registered anew and their new data arrives,
+ *   into the receiver's new pages; COOP_HCA_MR_CACHE bounds what is
+ *   kept; without the driver nothing is.
  */
 #include <check.h>
 #include <dirent.h>
@@ -33,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -421,6 +428,182 @@ START_TEST(test_hca_memlock)
 }
 END_TEST
 
+/* ---------------- kept registrations ---------------- */
+
+/* What one rank's engine registered (coop_stats_t) after each step. */
+struct regs_seen {
+	uint64_t made[8], kept[8];
+	int steps;
+};
+
+static void regs_note(coop_context_t *ctx, struct regs_seen *s)
+{
+	coop_stats_t st;
+
+	T_OK(coop_get_stats(ctx, &st));
+	s->made[s->steps] = st.engine_regs;
+	s->kept[s->steps++] = st.engine_regs_kept;
+}
+
+/* len bytes at addr in pages of their own (addr NULL: anywhere). */
+static char *fresh_pages(char *addr, size_t len)
+{
+	void *p = mmap(addr, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS |
+		       (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+
+	T_ASSERT(p != MAP_FAILED && (!addr || p == addr),
+		 "mmap at %p: %s", (void *)addr, strerror(errno));
+	return p;
+}
+
+/* One message of LEN bytes, seed, from rank 0's buf into rank 1's,
+ * by the engine; rank 1 checks what its buffer's pages show. */
+static void engine_message(coop_context_t *ctx, int rank, char *buf,
+			   uint32_t seed)
+{
+	coop_status_t st;
+
+	if (rank == 0) {
+		t_fill(buf, LEN, seed);
+		T_OK(coop_send(ctx, buf, LEN, 1, (int)seed, COMM, 0));
+		return;
+	}
+	memset(buf, 0, LEN);
+	T_OK(coop_recv(ctx, buf, LEN, 0, (int)seed, COMM, 0, &st));
+	T_ASSERT(st.protocol == COOP_PROTOCOL_DMA, "message %u: protocol %d",
+		 seed, st.protocol);
+	T_ASSERT(t_check(buf, LEN, seed) < 0, "message %u: byte %ld", seed,
+		 t_check(buf, LEN, seed));
+}
+
+/*
+ * The same buffers four times: as they are, again, after munmap and a
+ * new mapping at the same address (what free and malloc may do), and
+ * after MADV_DONTNEED (new zero pages where the old ones were).  Both
+ * ranks' buffers change, so a kept registration of either would move
+ * the old pages: the sender's old data, or the receiver's new pages
+ * left empty.
+ */
+static int realloc_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct regs_seen *s = &((struct regs_seen *)arg)[rank];
+	char *buf = fresh_pages(NULL, LEN);
+
+	engine_message(ctx, rank, buf, 1);
+	regs_note(ctx, s);
+	engine_message(ctx, rank, buf, 2);
+	regs_note(ctx, s);
+	t_barrier(ctx, rank, size);
+	T_ASSERT(!munmap(buf, LEN), "munmap");
+	buf = fresh_pages(buf, LEN);
+	engine_message(ctx, rank, buf, 3);
+	regs_note(ctx, s);
+	t_barrier(ctx, rank, size);
+	T_ASSERT(!madvise(buf, LEN, MADV_DONTNEED), "madvise");
+	engine_message(ctx, rank, buf, 4);
+	regs_note(ctx, s);
+	munmap(buf, LEN);
+	return 0;
+}
+
+START_TEST(test_hca_kept_regs_realloc)
+{
+	static const char *const env[] = { "COOP_RNDV=dma", NULL };
+	struct regs_seen *s;
+	int r, kmod = t_kmod_provider();
+
+	if (!t_engine_hca()) {
+		fprintf(stderr, "hca kept registrations: COOP_ENGINE is not "
+			"hca: skipped\n");
+		return;
+	}
+	s = shared_alloc(2 * sizeof(*s));
+	ck_assert_int_eq(run_ranks(2, env, realloc_rank, s, 120, NULL), 0);
+	for (r = 0; r < 2; r++) {
+		fprintf(stderr, "hca kept registrations, rank %d: made %lu "
+			"%lu %lu %lu, kept %lu %lu %lu %lu\n", r, s[r].made[0],
+			s[r].made[1], s[r].made[2], s[r].made[3], s[r].kept[0],
+			s[r].kept[1], s[r].kept[2], s[r].kept[3]);
+		ck_assert_msg(s[r].made[0] >= 1, "rank %d registered nothing",
+			      r);
+		if (!kmod) {	/* nothing watches the pages: none kept */
+			ck_assert_msg(!s[r].kept[3], "rank %d kept some", r);
+			continue;
+		}
+		/* the same pages: kept; new ones: registered anew */
+		ck_assert_msg(s[r].kept[1] > s[r].kept[0] &&
+			      s[r].made[1] == s[r].made[0],
+			      "rank %d: the second message registered again", r);
+		ck_assert_msg(s[r].made[2] > s[r].made[1],
+			      "rank %d: munmap + mmap: an MR kept", r);
+		ck_assert_msg(s[r].made[3] > s[r].made[2],
+			      "rank %d: MADV_DONTNEED: an MR kept", r);
+	}
+	shared_free(s, 2 * sizeof(*s));
+}
+END_TEST
+
+/* Rank 0 sends from two buffers in turn, four times; rank 1 receives
+ * into one. */
+static int turns_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	struct regs_seen *s = &((struct regs_seen *)arg)[rank];
+	char *a = fresh_pages(NULL, LEN), *b = fresh_pages(NULL, LEN);
+	uint32_t i;
+
+	(void)size;
+	for (i = 1; i <= 4; i++) {
+		engine_message(ctx, rank, rank == 0 && !(i & 1) ? b : a, i);
+		if (i == 1 || i == 4)
+			regs_note(ctx, s);
+	}
+	munmap(a, LEN);
+	munmap(b, LEN);
+	return 0;
+}
+
+#define REGS_DELTA(s, f) ((s).f[1] - (s).f[0])
+
+/* COOP_HCA_MR_CACHE bounds what is kept: with 1 the sender's two
+ * buffers cannot both stay (nor can one stay beside the DMA protocol's
+ * own notification area, registered for good); with 8 both do, and so
+ * does the receiver's one. */
+START_TEST(test_hca_kept_regs_bound)
+{
+	static const char *const one[] = { "COOP_RNDV=dma",
+					   "COOP_HCA_MR_CACHE=1", NULL };
+	static const char *const eight[] = { "COOP_RNDV=dma",
+					     "COOP_HCA_MR_CACHE=8", NULL };
+	struct regs_seen *s;
+
+	if (!t_engine_hca() || !t_kmod_provider()) {
+		fprintf(stderr, "hca kept registrations' bound: needs "
+			"COOP_ENGINE=hca on the kmod provider: skipped\n");
+		return;
+	}
+	s = shared_alloc(2 * sizeof(*s));
+	ck_assert_int_eq(run_ranks(2, one, turns_rank, s, 120, NULL), 0);
+	fprintf(stderr, "hca kept registrations, bound 1, messages 2-4: "
+		"sender made %lu, kept %lu\n", REGS_DELTA(s[0], made),
+		REGS_DELTA(s[0], kept));
+	ck_assert_msg(!REGS_DELTA(s[0], kept) && REGS_DELTA(s[0], made) == 3,
+		      "bound 1: the sender used a kept registration");
+	memset(s, 0, 2 * sizeof(*s));
+	ck_assert_int_eq(run_ranks(2, eight, turns_rank, s, 120, NULL), 0);
+	fprintf(stderr, "hca kept registrations, bound 8, messages 2-4: "
+		"sender made %lu, kept %lu; receiver made %lu, kept %lu\n",
+		REGS_DELTA(s[0], made), REGS_DELTA(s[0], kept),
+		REGS_DELTA(s[1], made), REGS_DELTA(s[1], kept));
+	ck_assert_msg(REGS_DELTA(s[0], kept) == 2 &&
+		      REGS_DELTA(s[0], made) == 1,
+		      "bound 8: the sender's buffers were not kept");
+	ck_assert_msg(REGS_DELTA(s[1], kept) == 3 && !REGS_DELTA(s[1], made),
+		      "bound 8: the receiver's buffer was not kept");
+	shared_free(s, 2 * sizeof(*s));
+}
+END_TEST
+
 TCase *tc_hca(void)
 {
 	TCase *tc = tcase_create("hca");
@@ -434,5 +617,7 @@ TCase *tc_hca(void)
 	tcase_add_test(tc, test_hca_counters);
 	tcase_add_test(tc, test_hca_bad_keys);
 	tcase_add_test(tc, test_hca_memlock);
+	tcase_add_test(tc, test_hca_kept_regs_realloc);
+	tcase_add_test(tc, test_hca_kept_regs_bound);
 	return tc;
 }
