@@ -10,6 +10,7 @@
 #               ucx-vm-quick): ucx_info and the version refusal, mpi_check
 #               under MPICH and both Open MPI paths, put_zcopy by the
 #               offload engine, the writer's help with a one-way read,
+#               buffers mapped again at the same address,
 #               a rank killed under MPICH and Open MPI's
 #               default path, nothing left in /dev/shm.  Left out: NetPIPE,
 #               coop alone, sleeping ranks, striped and auto puts, domains
@@ -59,6 +60,8 @@ shm_files() { (cd /dev/shm && printf '%s\n' coopmpi-*) | grep -v '^coopmpi-\*$' 
 mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.mpich" &&
 	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_check.c -o "$tmp/check.openmpi" &&
 	mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_kill.c -o "$tmp/kill.mpich" &&
+	mpicc.mpich -O2 -Wall -Werror tests/ucx/mpi_realloc.c -o "$tmp/realloc.mpich" &&
+	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_realloc.c -o "$tmp/realloc.openmpi" &&
 	mpicc.openmpi -O2 -Wall -Werror tests/ucx/mpi_kill.c -o "$tmp/kill.openmpi" &&
 	cc -shared -fPIC tests/ucx/version_shim.c -o "$tmp/shim.so" &&
 	copy_count_build "$tmp" ||
@@ -230,6 +233,23 @@ if grep -q 'Final:' "$tmp/help" && ((sent > 0 && received > 0)); then
 else
 	nok "tag_bw 4 MiB one way: the writer helped the reader ($sent + $received bytes)" "$tmp/help"
 fi
+
+# 2f. Buffers freed and mapped again at the same address between messages
+#     (mpi_realloc: 64 KiB + 13 .. 4 MiB + 7, three rounds each, both
+#     ways): the new bytes arrive, through coop - a kept registration or
+#     window must show the new pages (in the VM: the driver's windows).
+for mpi in mpich openmpi; do
+	if [[ $mpi == mpich ]]; then launch=("${mpich[@]}"); else
+		launch=("${ompi[@]}" -x COOP_VERBOSE=1); fi
+	log=$tmp/realloc.$mpi.log
+	timeout 300 "$env_run" "${launch[@]}" "$tmp/realloc.$mpi" >"$log" 2>&1
+	copied=$(copied_by "$log")
+	if grep -q 'mpi_realloc: ok' "$log" && ((copied > 0)); then
+		ok "$mpi: buffers mapped again at the same address: the new data arrives through coop ($copied bytes)"
+	else
+		nok "$mpi: buffers mapped again at the same address: the new data arrives through coop ($copied bytes)" "$log"
+	fi
+done
 
 provider=shm
 [[ -e /dev/coopmpi ]] && provider=kmod
