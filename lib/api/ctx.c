@@ -389,6 +389,11 @@ static void log_stats(struct coop_context *ctx)
 		 "windows, on %s", (unsigned long long)ctx->stats.copy_bytes,
 		 (unsigned long long)ctx->stats.copy_jobs,
 		 (unsigned long long)ctx->stats.window_bytes, host);
+	if (ctx->prov.engine_regs)
+		coop_log(ctx->rank, "offload engine: %llu registrations, "
+			 "kept ones used %llu times",
+			 (unsigned long long)ctx->prov.engine_regs,
+			 (unsigned long long)ctx->prov.engine_regs_kept);
 }
 
 int coop_finalize(coop_context_t *ctx)
