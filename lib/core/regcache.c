@@ -5,7 +5,8 @@
  * A request registers its buffer for the peer's copy and lets it go when
  * it completes.  Where a registration names addresses rather than pages
  * (the driver's regions pin nothing: COPY and windows find the pages at
- * copy time, COOP_PROV_CAP_REG_BY_ADDRESS), keeping it is always right,
+ * copy time, COOP_PROV_CAP_REG_BY_ADDRESS; an HCA engine's key, which
+ * pins them, its reg_refresh renews when they changed), keeping it is right,
  * even after the application freed the buffer and got new memory at the
  * same address; and keeping it keeps its cookie, under which peers keep
  * their windows of it (window.c).  COOP_REG_CACHE registrations not in
@@ -62,6 +63,21 @@ static struct coop_reg *reg_victim(struct coop_context *ctx)
 	return v;
 }
 
+/* Is kept e good for the memory at its addresses now (the provider's
+ * reg_refresh)?  If not, it is dropped unless in use. */
+static int reg_fresh(struct coop_context *ctx, struct coop_reg *e)
+{
+	const struct coop_provider_ops *o = ctx->prov.ops;
+
+	if (!o->reg_refresh || !o->reg_refresh(&ctx->prov, &e->key))
+		return 1;
+	if (!e->refs) {
+		o->dereg(&ctx->prov, &e->key);
+		e->len = 0;
+	}
+	return 0;
+}
+
 int coop_reg_get(struct coop_context *ctx, void *addr, size_t len,
 		 unsigned access, struct coop_rkey *key, uint8_t *cached)
 {
@@ -72,7 +88,7 @@ int coop_reg_get(struct coop_context *ctx, void *addr, size_t len,
 	*cached = 0;
 	if (reg_cacheable(ctx)) {
 		e = reg_find(rc, addr, len, access);
-		if (e)
+		if (e && reg_fresh(ctx, e))
 			goto hit;
 		e = reg_victim(ctx);
 	}

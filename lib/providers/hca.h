@@ -106,6 +106,7 @@ static inline struct hca *hca_of(const struct coop_provider *p)
 int hca_reg(struct coop_provider *p, void *addr, size_t len,
 	    unsigned int access, struct coop_rkey *key);
 int hca_dereg(struct coop_provider *p, const struct coop_rkey *key);
+int hca_reg_refresh(struct coop_provider *p, const struct coop_rkey *key);
 int hca_offload_info(struct coop_provider *p, struct coop_offload_info *info);
 int hca_offload_put(struct coop_provider *p, int peer, const void *local,
 		    size_t len, const struct coop_rkey *dst, uint64_t dst_off,
@@ -124,6 +125,8 @@ void hca_drop_ops(struct hca *h);
 struct hca_mr *hca_mr_get(struct hca *h, const void *addr, size_t len,
 			  int access);
 void hca_mr_put(struct hca *h, struct hca_mr *m);
+/* Does m's range still have the pages m pinned?  (0 if not watched) */
+int hca_mr_current(const struct hca_mr *m);
 /* n MRs kept at most (0: none): 0 or -ENOMEM; fini drops them all */
 int hca_mrcache_init(struct hca *h, unsigned n);
 void hca_mrcache_fini(struct hca *h);

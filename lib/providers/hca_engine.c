@@ -23,12 +23,14 @@ static struct hca_reg **reg_bucket(struct hca *h, uint64_t cookie)
 
 _Static_assert(HCA_REG_BUCKETS == 1 << 10, "reg_bucket takes 10 bits");
 
+/* remote read: the flush of add_flush() reads back what was put */
+#define WRITABLE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		  IBV_ACCESS_REMOTE_READ)
+
 /* The HCA's part of a writable region: its key in our table. */
 static int reg_writable(struct hca *h, struct hca_reg *g, void *addr)
 {
-	/* remote read: the flush of add_flush() reads back what was put */
-	g->mr = hca_mr_get(h, addr, g->len, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	g->mr = hca_mr_get(h, addr, g->len, WRITABLE);
 	if (!g->mr) {
 		int e = errno ? errno : ENOMEM;
 
@@ -102,6 +104,47 @@ static struct hca_reg *reg_unlink(struct hca *h, const struct coop_rkey *key)
 	g = *found;
 	*found = g->next;
 	return g;
+}
+
+/* The registration of key that has the HCA's part, if any. */
+static struct hca_reg *reg_writable_of(struct hca *h,
+				       const struct coop_rkey *key)
+{
+	struct hca_reg *g;
+
+	for (g = *reg_bucket(h, key->cookie); g; g = g->next)
+		if (g->cookie == key->cookie && g->len == key->length && g->mr)
+			return g;
+	return NULL;
+}
+
+/*
+ * A region the core kept is used again: its HCA key must name the pages
+ * now at its addresses.  While its MR's watch says they are the pinned
+ * ones, nothing to do; else a new MR and key replace the old (the
+ * region is not in use, or the application freed memory in use).
+ */
+int hca_reg_refresh(struct coop_provider *p, const struct coop_rkey *key)
+{
+	struct hca *h = hca_of(p);
+	struct hca_reg *g;
+	uintptr_t addr;
+	int rc = 0;
+
+	pthread_mutex_lock(&h->lock);
+	g = reg_writable_of(h, key);
+	if (g && hca_mr_current(g->mr)) {
+		p->engine_regs_kept++;
+	} else if (g) {
+		addr = g->mr->addr;
+		hca_table_remove(&h->own, g->slot);
+		hca_mr_put(h, g->mr);
+		rc = reg_writable(h, g, (void *)addr);
+		if (rc)
+			g->mr = NULL;	/* the core drops the region */
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
 }
 
 int hca_dereg(struct coop_provider *p, const struct coop_rkey *key)

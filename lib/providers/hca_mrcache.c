@@ -41,8 +41,7 @@ static uint64_t watch_word(const struct hca_mr *m)
 	return __atomic_load_n(m->watch.word, __ATOMIC_ACQUIRE);
 }
 
-/* Does the range still have the pages m pinned? */
-static int mr_current(const struct hca_mr *m)
+int hca_mr_current(const struct hca_mr *m)
 {
 	return m->watch.word && watch_word(m) == m->seq;
 }
@@ -161,7 +160,7 @@ static struct hca_mr *find_current(struct hca *h, uintptr_t addr,
 	for (m = c->e; m < c->e + c->n; m++) {
 		if (!mr_covers(m, addr, len, access))
 			continue;
-		if (mr_current(m))
+		if (hca_mr_current(m))
 			return m;
 		if (!m->refs)
 			mr_drop(h, m);

@@ -470,8 +470,12 @@ static void take_over(struct hca *h, struct coop_provider *p)
 	h->ops.disconnect = hca_disconnect;
 	h->ops.reg = hca_reg;
 	h->ops.dereg = hca_dereg;
-	/* a writable region's HCA key pins its pages */
-	p->caps &= ~COOP_PROV_CAP_REG_BY_ADDRESS;
+	/* a writable region's HCA key pins its pages: a region the core
+	 * keeps needs a new one when they are gone, which a watch tells */
+	if (h->base->watch && h->mrc.n)
+		h->ops.reg_refresh = hca_reg_refresh;
+	else
+		p->caps &= ~COOP_PROV_CAP_REG_BY_ADDRESS;
 	h->ops.offload_info = hca_offload_info;
 	h->ops.offload_put = hca_offload_put;
 	h->ops.offload_poll = hca_offload_poll;

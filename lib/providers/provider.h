@@ -144,6 +144,12 @@ struct coop_provider_ops {
 	int (*reg)(struct coop_provider *p, void *addr, size_t len,
 		   unsigned int access, struct coop_rkey *key);
 	int (*dereg)(struct coop_provider *p, const struct coop_rkey *key);
+	/* A registration the core kept (COOP_PROV_CAP_REG_BY_ADDRESS) is
+	 * used again: make it good for the memory at its addresses now
+	 * (optional: NULL when nothing of it can go stale).  0, or -errno:
+	 * the core deregisters it and registers anew. */
+	int (*reg_refresh)(struct coop_provider *p,
+			   const struct coop_rkey *key);
 	/* Copy len bytes between local iov and peer's region at offset. */
 	ssize_t (*copy)(struct coop_provider *p, int peer,
 			const struct coop_rkey *key, uint64_t offset,
@@ -232,9 +238,9 @@ enum coop_engine_choice {
 
 /* What the provider does itself, set by open(). */
 #define COOP_PROV_CAP_KERNEL_TOTALS (1u << 0)	/* copy() charges total_* */
-/* A registration names addresses, not pages (nothing is pinned), so it
- * stays right for whatever memory is at them later: it may be kept and
- * used again (core's registration cache). */
+/* A registration names addresses, not pages (nothing is pinned, or what
+ * is, reg_refresh renews), so it stays right for whatever memory is at
+ * them later: it may be kept and used again (core's registration cache). */
 #define COOP_PROV_CAP_REG_BY_ADDRESS (1u << 1)
 
 struct coop_provider {
