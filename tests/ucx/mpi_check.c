@@ -14,31 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_pattern.h"
+
 static const size_t sizes[] = {
 	0, 1, 48, 4096, 65536 + 13, 1 << 20, (4 << 20) + 7, 16 << 20,
 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		b[i] = (unsigned char)(i * 31 + seed);
-}
-
-static int check(const unsigned char *b, size_t n, unsigned seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (b[i] != (unsigned char)(i * 31 + seed)) {
-			fprintf(stderr, "mpi_check: byte %zu of %zu wrong\n",
-				i, n);
-			return 1;
-		}
-	return 0;
-}
 
 /* rank 0 -> 1, then 1 -> 0, blocking */
 static int one_way(int rank, unsigned char *sb, unsigned char *rb, size_t n,
@@ -47,14 +28,14 @@ static int one_way(int rank, unsigned char *sb, unsigned char *rb, size_t n,
 	int from = seed & 1, to = !from;
 
 	if (rank == from) {
-		fill(sb, n, seed);
+		pattern_fill(sb, n, seed);
 		MPI_Send(sb, (int)n, MPI_BYTE, to, (int)seed, MPI_COMM_WORLD);
 		return 0;
 	}
 	memset(rb, 0, n);
 	MPI_Recv(rb, (int)n, MPI_BYTE, from, (int)seed, MPI_COMM_WORLD,
 		 MPI_STATUS_IGNORE);
-	return check(rb, n, seed);
+	return pattern_check("mpi_check", rb, n, seed);
 }
 
 /* both ways at once; the sender computes (busy) before it waits */
@@ -66,14 +47,14 @@ static int both_ways(int rank, unsigned char *sb, unsigned char *rb,
 	volatile double x = 1;
 	int i;
 
-	fill(sb, n, seed + (unsigned)rank);
+	pattern_fill(sb, n, seed + (unsigned)rank);
 	memset(rb, 0, n);
 	MPI_Irecv(rb, (int)n, MPI_BYTE, !rank, 7, MPI_COMM_WORLD, &r[0]);
 	MPI_Isend(sb, (int)n, MPI_BYTE, !rank, 7, MPI_COMM_WORLD, &r[1]);
 	for (i = 0; i < 200000; i++)
 		x = x * 1.0000001 + 1e-9;
 	MPI_Waitall(2, r, st);
-	return check(rb, n, seed + (unsigned)!rank);
+	return pattern_check("mpi_check", rb, n, seed + (unsigned)!rank);
 }
 
 /* N contiguous doubles from rank "from" into every other double of the

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "data_pattern.h"
+
 static const size_t sizes[] = { 65536 + 13, 1 << 20, (4 << 20) + 7 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define ROUNDS 3
@@ -39,39 +41,18 @@ static unsigned char *fresh(unsigned char *addr, size_t n)
 	return p;
 }
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		b[i] = (unsigned char)(i * 7 + seed);
-}
-
-static int check(const unsigned char *b, size_t n, unsigned seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (b[i] != (unsigned char)(i * 7 + seed)) {
-			fprintf(stderr, "mpi_realloc: %zu bytes, pattern %u: "
-				"byte %zu is %u\n", n, seed, i, b[i]);
-			return 1;
-		}
-	return 0;
-}
-
 /* One round: rank 0 -> 1 with seed, then 1 -> 0 with seed + 1. */
 static int round_trip(int rank, unsigned char *sb, unsigned char *rb,
 		      size_t n, unsigned seed)
 {
 	int peer = !rank, bad = 0;
 
-	fill(sb, n, seed + (unsigned)rank);
+	pattern_fill(sb, n, seed + (unsigned)rank);
 	if (rank == 0)
 		MPI_Send(sb, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
 	MPI_Recv(rb, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
 		 MPI_STATUS_IGNORE);
-	bad = check(rb, n, seed + (unsigned)peer);
+	bad = pattern_check("mpi_realloc", rb, n, seed + (unsigned)peer);
 	if (rank == 1)
 		MPI_Send(sb, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
 	return bad;
