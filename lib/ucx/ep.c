@@ -5,8 +5,9 @@
  *
  * GET_ZCOPY (the receiver of a UCP rendezvous reads the sender's buffer):
  * from UCX_COOP_HYBRID_MIN on, when our buffer can be a region of this md
- * (UCP's memh, else registered here for the read), the reader takes a work slot split at the COOP-load share, tells the
- * writer (HELP: slot, length, both regions) and starts its copy job; the
+ * (UCP's memh, else registered here for the read), the reader takes a
+ * work slot split at the COOP-load share, tells the writer (HELP: slot,
+ * length, both regions) and starts its copy job; the
  * writer's progress - this file's message handler, run by its interface's
  * progress callback - starts a job writing the other range.  Each side
  * copies its range first, then claims the other's chunks, so a writer

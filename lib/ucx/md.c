@@ -321,7 +321,7 @@ static ucs_status_t uct_coop_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 	attr->rkey_packed_size = sizeof(uct_coop_rkey_t);
 	/*
 	 * No UCT_MD_FLAG_NEED_MEMH: UCP would register every receive buffer
-	 * (a quarter of a rendezvous's instructions in UCP and here), while
+	 * (about a ninth of a rendezvous's instructions in UCP and here), while
 	 * only a reader that asks the writer's help needs its buffer to be
 	 * a region; ep.c registers that one itself.
 	 */
