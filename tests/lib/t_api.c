@@ -59,6 +59,8 @@ static const char *const bad_env[][2] = {
 	{ "COOP_ENGINE", "ioat" },
 	{ "COOP_HCA_GID", "1024" },
 	{ "COOP_HCA_GID", "first" },
+	{ "COOP_HCA_MR_CACHE", "257" },
+	{ "COOP_HCA_MR_CACHE", "lots" },
 	{ "COOP_HCA_DEVICE",
 	  "a-device-name-longer-than-the-sixty-three-characters-it-may-have" },
 	{ "COOP_NEIGHBOR_EAGER_MAX", "100" },
