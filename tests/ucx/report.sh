@@ -68,17 +68,23 @@ ob1_check_copied() {
 		nok "$1: coop read the one-way data from 1 MiB, vader the rest ($copied bytes, $big expected)" "$2"
 	fi
 }
-# window_bytes_on HOST LOG...: the bytes the "copied:" lines of the
-# ranks on HOST (any host: "") say went through windows
-window_bytes_on() {
-	local host=$1
-	shift
-	awk -v host="$host" '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows, on [^ ]+$/ &&
-		(host == "" || $NF == host) { s += $(NF - 4) }
+# copied_sum WHAT HOST LOG...: the sum over the ranks' COOP_VERBOSE
+# "copied:" lines on HOST (any host: "") of the bytes they copied (WHAT
+# bytes) or of those that went through windows (WHAT windows)
+copied_sum() {
+	local what=$1 host=$2
+	shift 2
+	awk -v what="$what" -v host="$host" '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes in [0-9]+ jobs, [0-9]+ through windows, on [^ ]+$/ &&
+		(host == "" || $NF == host) { s += what == "bytes" ? $3 : $(NF - 4) }
 		END { printf "%.0f\n", s }' "$@"
 }
+# window_bytes_on HOST LOG...: the bytes of the ranks on HOST that went
+# through windows
+window_bytes_on() { copied_sum windows "$@"; }
 # window_bytes LOG...: the same, of every rank
 window_bytes() { window_bytes_on "" "$@"; }
+# copied_by LOG...: the bytes every rank copied
+copied_by() { copied_sum bytes "" "$@"; }
 coop_copied() {
 	local own
 	own=$(awk '/^copy_count\[[0-9]+@[^]]*\]: [0-9]+ bytes .* by libuct_coop\.so$/ { s += $2 }

@@ -225,7 +225,6 @@ done
 #     writer's help (COOP-p2p): in a tag_bw stream of 4 MiB messages the
 #     sender, which receives nothing, copies a share too (the "copied:"
 #     lines of COOP_VERBOSE=1), and the receiver the rest.
-copied_by() { awk '/^coopmpi\[[0-9]+\]: copied: [0-9]+ bytes/ { s += $3 } END { printf "%.0f\n", s }' "$1"; }
 perf_pair "$tmp/help" COOP_VERBOSE=1 COOP_VERBOSE=1 -t tag_bw -s 4194304 -n 100
 sent=$(copied_by "$tmp/help") received=$(copied_by "$tmp/help.srv")
 if grep -q 'Final:' "$tmp/help" && ((sent > 0 && received > 0)); then
