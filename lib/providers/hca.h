@@ -44,7 +44,9 @@ struct hca_reg {
 	struct hca_reg *next;
 	uint64_t cookie;
 	uint64_t len;
-	struct hca_mr *mr;	/* NULL: not writable, nothing with the HCA */
+	uintptr_t addr;
+	uint8_t writable;	/* has (or must get back) the HCA's part */
+	struct hca_mr *mr;	/* NULL: nothing with the HCA now */
 	int slot;		/* in our table */
 };
 

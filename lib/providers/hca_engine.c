@@ -65,8 +65,10 @@ int hca_reg(struct coop_provider *p, void *addr, size_t len,
 	}
 	g->cookie = key->cookie;
 	g->len = len;
+	g->addr = (uintptr_t)addr;
+	g->writable = (access & COOPMPI_REGION_WRITE) && len;
 	pthread_mutex_lock(&h->lock);
-	if ((access & COOPMPI_REGION_WRITE) && len)
+	if (g->writable)
 		rc = reg_writable(h, g, addr);
 	if (!rc) {
 		b = reg_bucket(h, g->cookie);
@@ -113,7 +115,8 @@ static struct hca_reg *reg_writable_of(struct hca *h,
 	struct hca_reg *g;
 
 	for (g = *reg_bucket(h, key->cookie); g; g = g->next)
-		if (g->cookie == key->cookie && g->len == key->length && g->mr)
+		if (g->cookie == key->cookie && g->len == key->length &&
+		    g->writable)
 			return g;
 	return NULL;
 }
@@ -122,24 +125,25 @@ static struct hca_reg *reg_writable_of(struct hca *h,
  * A region the core kept is used again: its HCA key must name the pages
  * now at its addresses.  While its MR's watch says they are the pinned
  * ones, nothing to do; else a new MR and key replace the old (the
- * region is not in use, or the application freed memory in use).
+ * region is not in use, or the application freed memory in use), or
+ * come back after a refresh that failed.
  */
 int hca_reg_refresh(struct coop_provider *p, const struct coop_rkey *key)
 {
 	struct hca *h = hca_of(p);
 	struct hca_reg *g;
-	uintptr_t addr;
 	int rc = 0;
 
 	pthread_mutex_lock(&h->lock);
 	g = reg_writable_of(h, key);
-	if (g && hca_mr_current(g->mr)) {
+	if (g && g->mr && hca_mr_current(g->mr)) {
 		p->engine_regs_kept++;
 	} else if (g) {
-		addr = g->mr->addr;
-		hca_table_remove(&h->own, g->slot);
-		hca_mr_put(h, g->mr);
-		rc = reg_writable(h, g, (void *)addr);
+		if (g->mr) {
+			hca_table_remove(&h->own, g->slot);
+			hca_mr_put(h, g->mr);
+		}
+		rc = reg_writable(h, g, (void *)g->addr);
 		if (rc)
 			g->mr = NULL;	/* the core drops the region */
 	}
