@@ -243,6 +243,8 @@ int t_deny_syscalls(const int *nr, int n, int err)
 	return 0;
 }
 
+static int stderr_kept = -1;	/* t_stderr_begin's saved fd */
+
 FILE *t_stderr_begin(int *saved)
 {
 	FILE *f = tmpfile();
@@ -251,8 +253,10 @@ FILE *t_stderr_begin(int *saved)
 		return NULL;
 	fflush(stderr);
 	*saved = dup(2);
-	if (*saved >= 0 && dup2(fileno(f), 2) == 2)
+	if (*saved >= 0 && dup2(fileno(f), 2) == 2) {
+		stderr_kept = *saved;
 		return f;
+	}
 	if (*saved >= 0)
 		close(*saved);
 	fclose(f);
@@ -264,6 +268,14 @@ void t_stderr_end(int saved)
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
+	if (saved == stderr_kept)
+		stderr_kept = -1;
+}
+
+void t_stderr_release(void)
+{
+	if (stderr_kept >= 0)
+		t_stderr_end(stderr_kept);
 }
 
 int t_count_lines(FILE *f, const char *a, const char *b)

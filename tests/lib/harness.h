@@ -51,7 +51,7 @@ void *shared_alloc(size_t bytes);
 void shared_free(void *p, size_t bytes);
 
 /* Inside a rank: fail loudly and exit(1). */
-#define T_FAIL(...) do { \
+#define T_FAIL(...) do { t_stderr_release(); \
 	fprintf(stderr, "[rank %d] %s:%d: ", t_rank, __FILE__, __LINE__); \
 	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
 	fflush(stderr); _exit(1); } while (0)
@@ -110,6 +110,9 @@ void t_flag_wait(const int *flag);
  * both a and b. */
 FILE *t_stderr_begin(int *saved);
 void t_stderr_end(int saved);
+/* A failing check's message reaches the real stderr: the one
+ * t_stderr_begin kept, if it still keeps one, is given back. */
+void t_stderr_release(void);
 int t_count_lines(FILE *f, const char *a, const char *b);
 void t_fill(void *buf, size_t len, uint32_t seed);
 /* Index of the first byte that differs from t_fill(seed), or -1. */
