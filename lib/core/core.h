@@ -323,6 +323,16 @@ COOP_HIDDEN int coop_window_copy(struct coop_window *w, uint64_t off,
 COOP_HIDDEN void coop_window_put(struct coop_context *ctx,
 				 struct coop_window *w);
 COOP_HIDDEN void coop_windows_peer_gone(struct coop_context *ctx, int peer);
+/* One copy of n bytes between local and [off, off + n) of peer's region
+ * the way a job copies a chunk (job.c), uncounted: for the calibrations
+ * that predict what jobs will cost. */
+enum coop_copy_path { COPY_FAILED = -1, COPY_BY_PROVIDER, COPY_BY_WINDOW };
+COOP_HIDDEN enum coop_copy_path coop_copy_like_job(struct coop_context *ctx,
+						   int peer,
+						   const struct coop_rkey *key,
+						   uint64_t off, void *local,
+						   uint64_t n,
+						   enum coop_copy_dir dir);
 
 /* ---------------- protocols and upcalls ---------------- */
 

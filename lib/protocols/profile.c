@@ -355,25 +355,13 @@ static double ns_per_byte(uint64_t ns, size_t bytes)
 	return (double)ns / (double)bytes;
 }
 
-/* One cross-process copy of the calibration, the way jobs copy: through
- * a window when there is one (core/window.c), else by the provider. */
-static int calib_copy(struct coop_context *ctx, struct coop_window *w,
-		      const struct coop_rkey *key, struct iovec *iov)
-{
-	if (w && coop_window_copy(w, 0, iov->iov_base, iov->iov_len, 1))
-		return 0;
-	return ctx->prov.ops->copy(&ctx->prov, ctx->rank, key, 0, iov, 1,
-				   iov->iov_len, COOP_COPY_TO_PEER) < 0;
-}
-
-/* The copies' rates, measured once: best of 3 of each. */
+/* The copies' rates, measured once: best of 3 of each; the
+ * cross-process one as jobs copy (through a window when there is one). */
 static void calibrate(struct coop_context *ctx, struct coop_profile *pf)
 {
 	char *a = malloc(2 * CALIB_BYTES);
 	uint64_t mem = UINT64_MAX, cma = UINT64_MAX, t;
-	struct coop_window *w = NULL;
 	struct coop_rkey key;
-	struct iovec iov;
 	int i, reg;
 
 	pf->calibrated = 1;
@@ -384,22 +372,19 @@ static void calibrate(struct coop_context *ctx, struct coop_profile *pf)
 	memset(a, 1, 2 * CALIB_BYTES);
 	reg = !ctx->prov.ops->reg(&ctx->prov, a + CALIB_BYTES, CALIB_BYTES,
 				  COOPMPI_REGION_WRITE, &key);
-	iov = (struct iovec){ a, CALIB_BYTES };
-	if (reg)
-		w = coop_window_get(ctx, ctx->rank, &key, 1);
 	for (i = 0; i < 3; i++) {
 		t = coop_now_ns();
 		memcpy(a + CALIB_BYTES, a, CALIB_BYTES);
 		t = coop_now_ns() - t;
 		mem = COOP_MIN(mem, t);
 		t = coop_now_ns();
-		if (reg && !calib_copy(ctx, w, &key, &iov)) {
+		if (reg && coop_copy_like_job(ctx, ctx->rank, &key, 0, a,
+					      CALIB_BYTES,
+					      COOP_COPY_TO_PEER) >= 0) {
 			t = coop_now_ns() - t;
 			cma = COOP_MIN(cma, t);
 		}
 	}
-	if (w)
-		coop_window_put(ctx, w);
 	if (reg)
 		ctx->prov.ops->dereg(&ctx->prov, &key);
 	free(a);

@@ -14,11 +14,14 @@
  * R / (1 + R) of the bytes, R = BW_engine / BW_cpu (the paper's
  * R_optimal), so that both parts end together; c is rounded to a page.
  * R is COOP_STRIPE_RATIO, or measured once, at the first striped send:
- * the provider's CPU copy path (the driver's COPY ioctl with kmod, which
- * pins and maps pages: much slower than a memcpy) against an engine copy
- * of CALIB_BYTES into a region of our own (both accept any region of the
- * domain, ours too), best of CALIB_ROUNDS each; then adapted from each
- * striped send's two parts (adapt_ratio).
+ * the CPU part's copy as its job will make it - through a window (a
+ * memcpy) when the provider has them, else the provider's copy (the
+ * driver's COPY ioctl, which pins and maps pages, several times slower)
+ * - against an engine copy of CALIB_BYTES into a region of our own (both
+ * accept any region of the domain, ours too), best of CALIB_ROUNDS each;
+ * then adapted from each striped send's two parts (adapt_ratio).  Timing
+ * the other path would hand the engine too large a share until the
+ * adaptation caught up.
  *
  * Adaptive offload (sec. II-B3): the driver counts the engine's bytes in
  * flight node-wide (offload counters, dma_bytes); from COOP_OFFLOAD_BUSY
@@ -60,24 +63,30 @@ int coop_stripe_usable(const struct coop_context *ctx, uint64_t len)
 
 /* ---------------- the ratio ---------------- */
 
-/* One copy of len bytes by the provider's CPU path (what a striped
- * send's CPU part runs: the driver's COPY ioctl with kmod) into our own
- * region; UINT64_MAX when it fails. */
-static uint64_t time_cpu_copy(struct coop_context *ctx, const char *src,
-			      size_t len, const struct coop_rkey *key)
+/* One copy of len bytes into our own region as a striped send's CPU
+ * part copies it (through a window when there is one, else the
+ * provider's copy: the driver's COPY ioctl with kmod); *path: which.
+ * UINT64_MAX when it fails. */
+static uint64_t time_cpu_copy(struct coop_context *ctx, char *src,
+			      size_t len, const struct coop_rkey *key,
+			      enum coop_copy_path *path)
 {
-	struct iovec iov = { (void *)src, len };
 	uint64_t t0 = coop_now_ns();
 
-	if (ctx->prov.ops->copy(&ctx->prov, ctx->rank, key, 0, &iov, 1, len,
-				COOP_COPY_TO_PEER) < 0)
-		return UINT64_MAX;
-	return coop_now_ns() - t0;
+	*path = coop_copy_like_job(ctx, ctx->rank, key, 0, src, len,
+				   COOP_COPY_TO_PEER);
+	return *path == COPY_FAILED ? UINT64_MAX : coop_now_ns() - t0;
 }
 
 static double mbps(size_t len, uint64_t ns)
 {
 	return ns ? (double)len * 1e3 / (double)ns : 0;
+}
+
+static const char *path_name(enum coop_copy_path path)
+{
+	return path == COPY_BY_WINDOW ? "through a window" :
+	       path == COPY_BY_PROVIDER ? "by the provider's copy" : "failed";
 }
 
 /* BW_engine / BW_cpu from the best of CALIB_ROUNDS copies each; 0 (never
@@ -87,6 +96,7 @@ static double measure_ratio(struct coop_context *ctx)
 	size_t len = CALIB_BYTES;
 	char *buf = aligned_alloc(PAGE, 2 * len);
 	uint64_t cpu = UINT64_MAX, eng = UINT64_MAX, t = 0;
+	enum coop_copy_path path = COPY_FAILED;
 	struct coop_rkey key;
 	int i;
 
@@ -99,7 +109,7 @@ static double measure_ratio(struct coop_context *ctx)
 		return 0;
 	}
 	for (i = 0; i < CALIB_ROUNDS; i++) {
-		t = time_cpu_copy(ctx, buf, len, &key);
+		t = time_cpu_copy(ctx, buf, len, &key, &path);
 		cpu = COOP_MIN(cpu, t);
 		t = coop_dma_time_put(ctx, buf, len, &key);
 		if (!t || t == UINT64_MAX)
@@ -111,10 +121,10 @@ static double measure_ratio(struct coop_context *ctx)
 	ctx->prov.ops->dereg(&ctx->prov, &key);
 	free(buf);
 	if (ctx->cfg.verbose)
-		coop_log(ctx->rank, "stripe: CPU copy %.0f MB/s, offload engine "
-			 "%.0f MB/s (%u KiB, best of %d)", mbps(len, cpu),
-			 mbps(len, eng == UINT64_MAX ? 0 : eng), CALIB_BYTES >> 10,
-			 CALIB_ROUNDS);
+		coop_log(ctx->rank, "stripe: CPU copy %.0f MB/s (%s), offload "
+			 "engine %.0f MB/s (%u KiB, best of %d)", mbps(len, cpu),
+			 path_name(path), mbps(len, eng == UINT64_MAX ? 0 : eng),
+			 CALIB_BYTES >> 10, CALIB_ROUNDS);
 	return t ? (double)cpu / (double)eng : 0;
 }
 

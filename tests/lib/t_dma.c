@@ -25,8 +25,11 @@
  * STRIPE (RPUT below the minimum), the engine got exactly the R/(1+R)
  * share (R = 1: half, page rounded) in stats.offload_bytes, the sender's
  * load counters show the rest, the engine's work grew; without one: RPUT,
- * nothing offloaded.  COOP_OFFLOAD_BUSY=1: a send posted while another
- * one's engine part is in flight goes by RPUT.
+ * nothing offloaded.  The measured R timed the CPU part's copy the way
+ * the sends then copied it: through a window (stats.window_bytes) or by
+ * the provider's copy, as COOP_VERBOSE's line says.  COOP_OFFLOAD_BUSY=1:
+ * a send posted while another one's engine part is in flight goes by
+ * RPUT.
  */
 #include <check.h>
 #include <errno.h>
@@ -314,7 +317,7 @@ static const char *const env_stripe_half[] = { "COOP_RNDV=stripe",
 	"COOP_STRIPE_RATIO=1", "COOP_STRIPE_MIN=0", "COOP_OFFLOAD_BUSY=0",
 	NULL };
 static const char *const env_stripe_def[] = { "COOP_RNDV=stripe",
-	"COOP_OFFLOAD_BUSY=0", NULL };
+	"COOP_OFFLOAD_BUSY=0", "R0:COOP_VERBOSE=1", NULL };
 
 static const struct stripe_case stripe_cases[] = {
 	{ "COOP_RNDV=stripe, ratio 1, no minimum", env_stripe_half, 0, 1 },
@@ -328,6 +331,7 @@ struct stripe_outcome {
 	coop_load_t load[2];
 	coop_stats_t stats[2];
 	int proto[2][2][NSTRIPE];	/* [rank][phase][size] */
+	int timed_window, timed_provider;	/* rank 0's R lines */
 };
 
 static void stripe_phase(coop_context_t *ctx, int rank, int size,
@@ -365,20 +369,41 @@ static void stripe_phase(coop_context_t *ctx, int rank, int size,
 	}
 }
 
+static void echo_log(FILE *log)
+{
+	char line[512];
+
+	rewind(log);
+	while (fgets(line, sizeof(line), log))
+		fputs(line, stderr);
+}
+
 /* Phase 0: receives posted first, phase 1: sends first; unaligned. */
 static int stripe_rank(coop_context_t *ctx, int rank, int size, void *arg)
 {
 	struct stripe_outcome *o = arg;
 	char *base[NSTRIPE], *p[NSTRIPE];
-	int i, phase;
+	FILE *log = NULL;
+	int i, phase, saved = -1;
 
 	for (i = 0; i < NSTRIPE; i++) {
 		base[i] = malloc(stripe_sizes[i] + 8);
 		p[i] = base[i] + 1 + rank + i % 3;
 	}
 	T_OK(coop_reset_stats(ctx));
+	if (rank == 0)
+		log = t_stderr_begin(&saved);
 	for (phase = 0; phase < 2; phase++)
 		stripe_phase(ctx, rank, size, p, phase, o->proto[rank][phase]);
+	if (log) {
+		t_stderr_end(saved);
+		o->timed_window = t_count_lines(log, "stripe: CPU copy",
+						"through a window");
+		o->timed_provider = t_count_lines(log, "stripe: CPU copy",
+						  "by the provider's copy");
+		echo_log(log);
+		fclose(log);
+	}
 	t_barrier(ctx, rank, size);
 	T_OK(coop_get_stats(ctx, &o->stats[rank]));
 	if (rank == 0)
@@ -393,6 +418,21 @@ static int stripe_rank(coop_context_t *ctx, int rank, int size, void *arg)
 static uint64_t half_share(uint64_t n)
 {
 	return n - ((n / 2 + 2048) & ~(uint64_t)4095);
+}
+
+/* R measured (once) on the path the CPU parts took */
+static void check_stripe_timing(const struct stripe_case *c,
+				const struct stripe_outcome *o, int engine)
+{
+	int measured = engine && !c->half;
+	int window = o->stats[0].window_bytes > 0;
+
+	fprintf(stderr, "stripe: R timed through a window %d, by the "
+		"provider's copy %d; CPU parts' bytes through windows %llu\n",
+		o->timed_window, o->timed_provider,
+		(unsigned long long)o->stats[0].window_bytes);
+	ck_assert_int_eq(o->timed_window, measured && window);
+	ck_assert_int_eq(o->timed_provider, measured && !window);
 }
 
 static void check_stripe(const struct stripe_case *c,
@@ -438,6 +478,7 @@ static void check_stripe(const struct stripe_case *c,
 			      (unsigned long long)share);
 	if (!engine)
 		ck_assert(!o->stats[0].offload_bytes);
+	check_stripe_timing(c, o, engine);
 }
 
 START_TEST(test_stripe_sizes)
