@@ -5,7 +5,7 @@
  * Built once per MPI (bench/Makefile.suite: mpi_peer.openmpi with
  * mpicc.openmpi, mpi_peer.mpich with mpicc.mpich):
  *
- *   mpirun -np N bench/bin/mpi_peer.X -t lat|bw|bibw|ring|alltoall
+ *   mpirun -np N bench/bin/mpi_peer.X -t lat|bw|bibw|ring|isring|alltoall
  *                  [-i iters | -b bytes] [-r repeats] [-w window] [-V]
  *                  [sizes...]
  *
@@ -17,10 +17,12 @@
  *         both directions                 (= bench/bibw)
  *   ring  every rank sends to the next rank and receives from the
  *         previous one at once (MPI_Sendrecv), MB/s of all ranks
+ *   isring  the same with the send posted first: MPI_Isend, MPI_Irecv,
+ *         MPI_Waitall
  *   alltoall  MPI_Alltoall with SIZE bytes for every other rank, MB/s of
  *         the bytes that leave their rank
  *
- * lat, bw and bibw take exactly 2 ranks; ring and alltoall 2 or more,
+ * lat, bw and bibw take exactly 2 ranks; the others 2 or more,
  * their MB/s over the time of the slowest rank (every rank must have
  * received all its data).
  * Same iteration counts, warm-up and repeats as the libcoopmpi programs;
@@ -39,7 +41,7 @@
 
 #define MAX_WINDOW 256
 
-enum test { T_LAT, T_BW, T_BIBW, T_RING, T_ALLTOALL };
+enum test { T_LAT, T_BW, T_BIBW, T_RING, T_ALLTOALL, T_ISRING };
 
 static const size_t def_sizes[] = { 1, 8, 1024, 65536, 1048576, 4194304 };
 
@@ -142,8 +144,21 @@ static double run_bw(int rank, char *sbuf, char *rbuf, int size, int iters,
 	       (ou_now_us() - t0);
 }
 
+/* isring's step: the send posted before the receive */
+static void isend_irecv(char *sbuf, char *rbuf, int size, int next, int prev)
+{
+	MPI_Request r[2];
+	MPI_Status st[2];	/* MPICH's MPI_STATUSES_IGNORE upsets GCC */
+
+	check(MPI_Isend(sbuf, size, MPI_CHAR, next, 5, MPI_COMM_WORLD, &r[0]),
+	      "MPI_Isend");
+	check(MPI_Irecv(rbuf, size, MPI_CHAR, prev, 5, MPI_COMM_WORLD, &r[1]),
+	      "MPI_Irecv");
+	check(MPI_Waitall(2, r, st), "MPI_Waitall");
+}
+
 /*
- * run_exchange: ring or alltoall, ITERS times after WARM; the MB/s of the
+ * run_exchange: ring, isring or alltoall, ITERS times after WARM; the MB/s of the
  * bytes every rank sent to others, over the slowest rank's time
  */
 static double run_exchange(int rank, int nranks, char *sbuf, char *rbuf,
@@ -162,6 +177,8 @@ static double run_exchange(int rank, int nranks, char *sbuf, char *rbuf,
 					   rbuf, size, MPI_CHAR, prev, 5,
 					   MPI_COMM_WORLD, MPI_STATUS_IGNORE),
 			      "MPI_Sendrecv");
+		else if (t == T_ISRING)
+			isend_irecv(sbuf, rbuf, size, next, prev);
 		else
 			check(MPI_Alltoall(sbuf, size, MPI_CHAR, rbuf, size,
 					   MPI_CHAR, MPI_COMM_WORLD),
@@ -170,13 +187,13 @@ static double run_exchange(int rank, int nranks, char *sbuf, char *rbuf,
 	mine = ou_now_us() - t0;
 	check(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX,
 			    MPI_COMM_WORLD), "MPI_Allreduce");
-	bytes = (double)size * nranks * (t == T_RING ? 1 : nranks - 1);
+	bytes = (double)size * nranks * (t == T_ALLTOALL ? nranks - 1 : 1);
 	return bytes * iters / slowest;
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw|ring|alltoall [-i iters | -b bytes] [-r repeats] [-w window] [-V] [sizes...]\n");
+	fprintf(stderr, "usage: mpi_peer -t lat|bw|bibw|ring|isring|alltoall [-i iters | -b bytes] [-r repeats] [-w window] [-V] [sizes...]\n");
 	MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -192,7 +209,7 @@ static size_t checked_size(size_t size)
 static int parse_test(const char *name, enum test *t)
 {
 	static const char *const names[] = { "lat", "bw", "bibw", "ring",
-					     "alltoall" };
+					     "alltoall", "isring" };
 	int i;
 
 	for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
@@ -212,6 +229,7 @@ static int default_iters(enum test t, int size)
 		[T_BIBW] = { 100, 20, 4 },
 		[T_RING] = { 1000, 200, 40 },
 		[T_ALLTOALL] = { 1000, 200, 40 },
+		[T_ISRING] = { 1000, 200, 40 },
 	};
 
 	return per_range[t][size <= 65536 ? 0 : size <= 1048576 ? 1 : 2];
@@ -228,12 +246,17 @@ static int budget_iters(enum test t, size_t size, int win, int nranks,
 	return it < 1 ? 1 : it > INT_MAX ? INT_MAX : (int)it;
 }
 
+static int pair_only(enum test t)
+{
+	return t == T_LAT || t == T_BW || t == T_BIBW;
+}
+
 static double run_one(enum test t, int rank, int nranks, char *sbuf,
 		      char *rbuf, int size, int it, int win)
 {
 	if (t == T_LAT)
 		return run_lat(rank, sbuf, size, it, it / 10 + 1);
-	if (t == T_RING || t == T_ALLTOALL)
+	if (t == T_RING || t == T_ISRING || t == T_ALLTOALL)
 		return run_exchange(rank, nranks, sbuf, rbuf, size, it,
 				    it / 10 + 1, t);
 	return run_bw(rank, sbuf, rbuf, size, it, 2, win, t);
@@ -284,10 +307,10 @@ int main(int argc, char **argv)
 			   (int)(sizeof(def_sizes) / sizeof(def_sizes[0])));
 	check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
 	check(MPI_Comm_size(MPI_COMM_WORLD, &nranks), "MPI_Comm_size");
-	if (nranks < 2 || (nranks != 2 && t != T_RING && t != T_ALLTOALL)) {
+	if (nranks < 2 || (nranks != 2 && pair_only(t))) {
 		if (rank == 0)
 			fprintf(stderr, "mpi_peer: run with %s ranks\n",
-				t == T_RING || t == T_ALLTOALL ?
+				!pair_only(t) ?
 				"2 or more" : "exactly 2");
 		MPI_Finalize();
 		return 2;
