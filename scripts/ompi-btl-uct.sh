@@ -37,7 +37,7 @@ btl_patches=(btl_uct_ucx110.patch btl_uct_am_bcopy.patch btl_uct_idle_progress.p
 pml_dir=ompi/mca/pml/ob1
 pml_patches=(pml_ob1_ack_eager.patch pml_ob1_rget_truncate.patch
 	pml_ob1_use_all_rdma_min.patch pml_ob1_fin_eager.patch
-	pml_ob1_use_all_rdma_busy.patch)
+	pml_ob1_use_all_rdma_busy.patch pml_ob1_rget_busy_reader.patch)
 header=btl_uct_oot_config.h
 cache=${COOP_CACHE:-/var/cache/coopmpi}
 

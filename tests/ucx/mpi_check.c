@@ -3,7 +3,10 @@
  * mpi_check.c - an unmodified MPI program (no libcoopmpi call): two ranks
  * exchange messages of every protocol size - eager to 16 MiB rendezvous,
  * unaligned - blocking each way, then nonblocking both ways at once, with
- * a computing sender, then contiguous sends received into a strided
+ * a computing sender and with the sends posted before the receives (an
+ * Open MPI receiver then reads while its own message is being read:
+ * through vader, pml_ob1_rget_busy_reader.patch), then contiguous sends
+ * received into a strided
  * datatype (a receiver that cannot take the data in place: Open MPI's ob1
  * declines the RGET), and check every byte.  Exit 0 and "mpi_check: ok"
  * when all arrived intact.
@@ -57,6 +60,21 @@ static int both_ways(int rank, unsigned char *sb, unsigned char *rb,
 	return pattern_check("mpi_check", rb, n, seed + (unsigned)!rank);
 }
 
+/* both ways at once, each rank's send posted before its receive */
+static int sends_first(int rank, unsigned char *sb, unsigned char *rb,
+		       size_t n, unsigned seed)
+{
+	MPI_Request r[2];
+	MPI_Status st[2];
+
+	pattern_fill(sb, n, seed + (unsigned)rank);
+	memset(rb, 0, n);
+	MPI_Isend(sb, (int)n, MPI_BYTE, !rank, 8, MPI_COMM_WORLD, &r[0]);
+	MPI_Irecv(rb, (int)n, MPI_BYTE, !rank, 8, MPI_COMM_WORLD, &r[1]);
+	MPI_Waitall(2, r, st);
+	return pattern_check("mpi_check", rb, n, seed + (unsigned)!rank);
+}
+
 /* N contiguous doubles from rank "from" into every other double of the
  * receiver's buffer (MPI_Type_vector), the gaps left alone */
 static int strided(int rank, double *sb, double *rb, int n, int from)
@@ -104,6 +122,8 @@ int main(int argc, char **argv)
 			bad |= one_way(rank, sb + 1, rb + 3, sizes[k],
 				       2 * k + 1);
 			bad |= both_ways(rank, sb + 5, rb + 1, sizes[k], k);
+			bad |= sends_first(rank, sb + 3, rb + 7, sizes[k],
+					   k + 64);
 		}
 	/* 64 KiB and 1 MiB of doubles, each way (the buffers hold 16 MiB) */
 	for (k = 0; k < 4; k++)
