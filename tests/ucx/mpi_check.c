@@ -41,36 +41,28 @@ static int one_way(int rank, unsigned char *sb, unsigned char *rb, size_t n,
 	return pattern_check("mpi_check", rb, n, seed);
 }
 
-/* both ways at once; the sender computes (busy) before it waits */
+/* both ways at once: receives posted first, the sender computing (busy)
+ * before it waits; or each rank's send posted before its receive */
 static int both_ways(int rank, unsigned char *sb, unsigned char *rb,
-		     size_t n, unsigned seed)
+		     size_t n, unsigned seed, int sends_first)
 {
 	MPI_Request r[2];
 	MPI_Status st[2];
 	volatile double x = 1;
-	int i;
+	int i, tag = 7 + sends_first;
 
 	pattern_fill(sb, n, seed + (unsigned)rank);
 	memset(rb, 0, n);
-	MPI_Irecv(rb, (int)n, MPI_BYTE, !rank, 7, MPI_COMM_WORLD, &r[0]);
-	MPI_Isend(sb, (int)n, MPI_BYTE, !rank, 7, MPI_COMM_WORLD, &r[1]);
-	for (i = 0; i < 200000; i++)
-		x = x * 1.0000001 + 1e-9;
-	MPI_Waitall(2, r, st);
-	return pattern_check("mpi_check", rb, n, seed + (unsigned)!rank);
-}
-
-/* both ways at once, each rank's send posted before its receive */
-static int sends_first(int rank, unsigned char *sb, unsigned char *rb,
-		       size_t n, unsigned seed)
-{
-	MPI_Request r[2];
-	MPI_Status st[2];
-
-	pattern_fill(sb, n, seed + (unsigned)rank);
-	memset(rb, 0, n);
-	MPI_Isend(sb, (int)n, MPI_BYTE, !rank, 8, MPI_COMM_WORLD, &r[0]);
-	MPI_Irecv(rb, (int)n, MPI_BYTE, !rank, 8, MPI_COMM_WORLD, &r[1]);
+	if (sends_first)
+		MPI_Isend(sb, (int)n, MPI_BYTE, !rank, tag, MPI_COMM_WORLD,
+			  &r[1]);
+	MPI_Irecv(rb, (int)n, MPI_BYTE, !rank, tag, MPI_COMM_WORLD, &r[0]);
+	if (!sends_first) {
+		MPI_Isend(sb, (int)n, MPI_BYTE, !rank, tag, MPI_COMM_WORLD,
+			  &r[1]);
+		for (i = 0; i < 200000; i++)
+			x = x * 1.0000001 + 1e-9;
+	}
 	MPI_Waitall(2, r, st);
 	return pattern_check("mpi_check", rb, n, seed + (unsigned)!rank);
 }
@@ -121,9 +113,9 @@ int main(int argc, char **argv)
 			bad |= one_way(rank, sb + 1, rb + 3, sizes[k], 2 * k);
 			bad |= one_way(rank, sb + 1, rb + 3, sizes[k],
 				       2 * k + 1);
-			bad |= both_ways(rank, sb + 5, rb + 1, sizes[k], k);
-			bad |= sends_first(rank, sb + 3, rb + 7, sizes[k],
-					   k + 64);
+			bad |= both_ways(rank, sb + 5, rb + 1, sizes[k], k, 0);
+			bad |= both_ways(rank, sb + 3, rb + 7, sizes[k], k + 64,
+					 1);
 		}
 	/* 64 KiB and 1 MiB of doubles, each way (the buffers hold 16 MiB) */
 	for (k = 0; k < 4; k++)
