@@ -323,16 +323,19 @@ COOP_HIDDEN int coop_window_copy(struct coop_window *w, uint64_t off,
 COOP_HIDDEN void coop_window_put(struct coop_context *ctx,
 				 struct coop_window *w);
 COOP_HIDDEN void coop_windows_peer_gone(struct coop_context *ctx, int peer);
-/* One copy of n bytes between local and [off, off + n) of peer's region
- * the way a job copies a chunk (job.c), uncounted: for the calibrations
- * that predict what jobs will cost. */
+/* One copy of n bytes between local and [off, off + n) of peer's region,
+ * as every copy goes: through the region's window when it has one, else
+ * by the provider's copy(), uncounted; with unlock, the state lock is let
+ * go around it (a window in use is never unmapped).  *rc (may be NULL):
+ * the provider's result, n through a window. */
 enum coop_copy_path { COPY_FAILED = -1, COPY_BY_PROVIDER, COPY_BY_WINDOW };
-COOP_HIDDEN enum coop_copy_path coop_copy_like_job(struct coop_context *ctx,
-						   int peer,
-						   const struct coop_rkey *key,
-						   uint64_t off, void *local,
-						   uint64_t n,
-						   enum coop_copy_dir dir);
+COOP_HIDDEN enum coop_copy_path coop_copy_chunk(struct coop_context *ctx,
+						int peer,
+						const struct coop_rkey *key,
+						uint64_t off, void *local,
+						uint64_t n,
+						enum coop_copy_dir dir,
+						int unlock, ssize_t *rc);
 
 /* ---------------- protocols and upcalls ---------------- */
 

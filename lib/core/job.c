@@ -128,10 +128,9 @@ static void job_discharge(struct coop_context *ctx, struct coop_job *j,
 
 /* Must we add this job's copies to total_*?  Not when the provider's
  * copy() does; bounce pushes never go through it. */
-static int job_counts_totals(const struct coop_context *ctx,
-			     const struct coop_job *j)
+static int job_counts_totals(const struct coop_context *ctx, int kind)
 {
-	return j->kind == JOB_PUSH ||
+	return kind == JOB_PUSH ||
 	       !(ctx->prov.caps & COOP_PROV_CAP_KERNEL_TOTALS);
 }
 
@@ -143,7 +142,7 @@ static void job_load_leave(struct coop_context *ctx, struct coop_job *j)
 		coop_load_own_copy_end(ctx, j->peer);
 	if (ctx->load) {
 		SUB(&ctx->load->pending_ops, 1);
-		if (job_counts_totals(ctx, j))
+		if (job_counts_totals(ctx, j->kind))
 			ADD(&ctx->load->total_ops, 1);
 	}
 }
@@ -226,42 +225,32 @@ static uint64_t job_claim(struct coop_job *j, uint64_t *n, int may_help)
 	return off;
 }
 
+/* A copy of bytes that began at t0 ends: its time and the copy history. */
+static void copy_timed(struct coop_context *ctx, uint64_t bytes, uint64_t t0)
+{
+	uint64_t t1 = coop_now_ns();
+
+	ctx->stats.copy_ns += t1 - t0;
+	coop_load_history_add(ctx, bytes, t1);
+}
+
 /* Copy [off, off + n) of j with the state lock let go (other threads
  * copy other chunks meanwhile): the provider's result. */
 static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
 			uint64_t off, uint64_t n)
 {
-	struct iovec iov = { j->local + off, n };
 	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
 						       COOP_COPY_TO_PEER;
-	uint64_t t0 = coop_now_ns(), t1;
-	struct coop_window *w = NULL;
-	ssize_t rc = -1;
-	int dropped;
+	uint64_t t0 = coop_now_ns();
+	ssize_t rc;
 
-	if (j->roff + off + n <= j->key.length)
-		w = coop_window_get(ctx, j->peer, &j->key,
-				    dir == COOP_COPY_TO_PEER);
 	j->copying = 1;
-	dropped = coop_lock_drop(ctx);
-	if (w && coop_window_copy(w, j->roff + off, iov.iov_base, n,
-				  dir == COOP_COPY_TO_PEER))
-		rc = (ssize_t)n;
-	else
-		rc = ctx->prov.ops->copy(&ctx->prov, j->peer, &j->key,
-					 j->roff + off, &iov, 1, n, dir);
-	coop_lock_retake(ctx, dropped);
+	j->by_window = coop_copy_chunk(ctx, j->peer, &j->key, j->roff + off,
+				       j->local + off, n, dir, 1, &rc) ==
+		       COPY_BY_WINDOW;
 	j->copying = 0;
-	j->by_window = w && rc == (ssize_t)n;
 	j->windowed |= j->by_window;
-	if (w) {
-		if (j->by_window)
-			ctx->stats.window_bytes += n;
-		coop_window_put(ctx, w);
-	}
-	t1 = coop_now_ns();
-	ctx->stats.copy_ns += t1 - t0;
-	coop_load_history_add(ctx, rc < 0 ? 0 : n, t1);
+	copy_timed(ctx, rc < 0 ? 0 : n, t0);
 	return rc;
 }
 
@@ -288,24 +277,36 @@ static int job_push(struct coop_context *ctx, struct coop_job *j)
 	return 1;
 }
 
-/* A copied chunk of n bytes (provider result rc) in the counters: its
- * error, COOP_SUCCESS if none. */
+/* A chunk of n bytes copied with peer (the provider's result rc; through
+ * a window: by_window) in the totals (when ours to count) and the
+ * statistics: its error, COOP_SUCCESS if none. */
+static int chunk_count(struct coop_context *ctx, int peer, uint64_t n,
+		       ssize_t rc, int by_window, int totals)
+{
+	if (rc == -ESRCH || rc == -EPIPE)
+		coop_peer_failed(ctx, peer);
+	if (ctx->load && (totals || by_window))
+		ADD(&ctx->load->total_bytes, n);
+	/* a window's chunk instead of the driver's COPY, which counts one */
+	if (ctx->load && by_window && !totals)
+		ADD(&ctx->load->total_ops, 1);
+	ctx->stats.copy_bytes += n;
+	if (by_window)
+		ctx->stats.window_bytes += n;
+	return rc < 0 ? coop_err_from_errno((int)rc) : COOP_SUCCESS;
+}
+
+/* A copied chunk of n bytes of j (provider result rc) in the counters:
+ * its error, COOP_SUCCESS if none. */
 static int job_count(struct coop_context *ctx, struct coop_job *j,
 		     uint64_t n, ssize_t rc)
 {
-	if (rc == -ESRCH || rc == -EPIPE)
-		coop_peer_failed(ctx, j->peer);
 	job_discharge(ctx, j, n);
-	if (ctx->load && (job_counts_totals(ctx, j) || j->by_window))
-		ADD(&ctx->load->total_bytes, n);
-	/* a window's chunk instead of the driver's COPY, which counts one */
-	if (ctx->load && j->by_window && !job_counts_totals(ctx, j))
-		ADD(&ctx->load->total_ops, 1);
 	if (!j->done)
 		ctx->stats.copy_jobs++;
 	j->done += n;
-	ctx->stats.copy_bytes += n;
-	return rc < 0 ? coop_err_from_errno((int)rc) : COOP_SUCCESS;
+	return chunk_count(ctx, j->peer, n, rc, j->by_window,
+			   job_counts_totals(ctx, j->kind));
 }
 
 /* What a copied chunk of n bytes (provider result rc) counts for. */
@@ -329,13 +330,19 @@ static void job_account(struct coop_context *ctx, struct coop_job *j,
  * when all bytes are in, whoever copied them: its partner may be gone
  * by then, legitimately.
  */
+static int window_owner_gone(struct coop_context *ctx, int peer)
+{
+	if (ctx->prov.ops->peer_alive(&ctx->prov, peer))
+		return 0;
+	coop_peer_failed(ctx, peer);
+	return 1;
+}
+
 static void job_check_owner(struct coop_context *ctx, struct coop_job *j)
 {
 	if (j->windowed && !j->shared && !j->err &&
-	    !ctx->prov.ops->peer_alive(&ctx->prov, j->peer)) {
+	    window_owner_gone(ctx, j->peer))
 		j->err = COOP_ERR_PEER_DEAD;
-		coop_peer_failed(ctx, j->peer);
-	}
 }
 
 /* One chunk of job j: 1 progress made, 0 stalled. */
@@ -390,28 +397,42 @@ static int job_pass(struct coop_context *ctx, int may_help)
 }
 
 /*
- * A copy in the call ends before any peer could weigh it: it counts in
- * the totals and the copy history, never as pending load or as an own
- * copy in flight.  Charging and discharging those shared counters around
- * a copy of a few microseconds cost the caller more than CMA's whole
- * overhead for the same single copy.
+ * A copy in the call (coop_xfer_copy: a message the caller's CPU copies
+ * alone, as CMA does) is no job: no other side claims its chunks and no
+ * progress step resumes it, and building and accounting a job around a
+ * copy of a few microseconds was a sizeable part of its latency.  It
+ * ends before any peer could weigh it: it counts in the totals, the
+ * statistics and the copy history, never as pending load or as an own
+ * copy in flight (charging and discharging those shared counters cost
+ * the caller more than CMA's whole overhead for the same single copy).
  */
 int coop_job_copy_now(struct coop_context *ctx, const struct coop_job_args *a)
 {
-	struct coop_job j;
-	uint64_t n;
-	int err = COOP_SUCCESS;
+	enum coop_copy_dir dir = a->kind == JOB_READ ? COOP_COPY_FROM_PEER :
+						       COOP_COPY_TO_PEER;
+	uint64_t chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
+	uint64_t done = 0, copied = 0, n, t0 = coop_now_ns();
+	int totals = job_counts_totals(ctx, a->kind), windowed = 0;
+	int err = COOP_SUCCESS, by_window;
+	ssize_t rc;
 
-	job_init(ctx, &j, a);
-	j.charge = 0;
-	while (!err && j.done < j.len) {
-		n = COOP_MIN(j.chunk, j.len - j.done);
-		err = job_count(ctx, &j, n, job_copy(ctx, &j, j.done, n));
+	if (a->len)
+		ctx->stats.copy_jobs++;
+	for (; !err && done < a->len; done += n) {
+		n = COOP_MIN(chunk, a->len - done);
+		by_window = coop_copy_chunk(ctx, a->peer, a->key,
+					    a->roff + done, a->local + done,
+					    n, dir, 1, &rc) == COPY_BY_WINDOW;
+		windowed |= by_window;
+		copied += rc < 0 ? 0 : n;
+		err = chunk_count(ctx, a->peer, n, rc, by_window, totals);
 	}
-	job_check_owner(ctx, &j);
-	if (ctx->load && job_counts_totals(ctx, &j))
+	copy_timed(ctx, copied, t0);
+	if (!err && windowed && window_owner_gone(ctx, a->peer))
+		err = COOP_ERR_PEER_DEAD;
+	if (ctx->load && totals)
 		ADD(&ctx->load->total_ops, 1);
-	return err ? err : j.err;
+	return err;
 }
 
 int coop_job_step(struct coop_context *ctx)

@@ -127,26 +127,33 @@ void coop_window_put(struct coop_context *ctx, struct coop_window *w)
 		win_drop(ctx, w);
 }
 
-enum coop_copy_path coop_copy_like_job(struct coop_context *ctx, int peer,
-				       const struct coop_rkey *key,
-				       uint64_t off, void *local, uint64_t n,
-				       enum coop_copy_dir dir)
+enum coop_copy_path coop_copy_chunk(struct coop_context *ctx, int peer,
+				    const struct coop_rkey *key, uint64_t off,
+				    void *local, uint64_t n,
+				    enum coop_copy_dir dir, int unlock,
+				    ssize_t *rc)
 {
-	int to_peer = dir == COOP_COPY_TO_PEER;
+	int to_peer = dir == COOP_COPY_TO_PEER, copied = 0, dropped = 0;
 	struct iovec iov = { local, n };
 	struct coop_window *w = NULL;
-	int copied = 0;
+	ssize_t r;
 
 	if (off + n <= key->length)
 		w = coop_window_get(ctx, peer, key, to_peer);
-	if (w) {
-		copied = coop_window_copy(w, off, local, n, to_peer);
+	if (unlock)
+		dropped = coop_lock_drop(ctx);
+	copied = w && coop_window_copy(w, off, local, n, to_peer);
+	r = copied ? (ssize_t)n :
+		     ctx->prov.ops->copy(&ctx->prov, peer, key, off, &iov, 1,
+					 n, dir);
+	coop_lock_retake(ctx, dropped);
+	if (w)
 		coop_window_put(ctx, w);
-	}
+	if (rc)
+		*rc = r;
 	if (copied)
 		return COPY_BY_WINDOW;
-	return ctx->prov.ops->copy(&ctx->prov, peer, key, off, &iov, 1, n,
-				   dir) < 0 ? COPY_FAILED : COPY_BY_PROVIDER;
+	return r < 0 ? COPY_FAILED : COPY_BY_PROVIDER;
 }
 
 void coop_windows_peer_gone(struct coop_context *ctx, int peer)

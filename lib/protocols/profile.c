@@ -378,9 +378,9 @@ static void calibrate(struct coop_context *ctx, struct coop_profile *pf)
 		t = coop_now_ns() - t;
 		mem = COOP_MIN(mem, t);
 		t = coop_now_ns();
-		if (reg && coop_copy_like_job(ctx, ctx->rank, &key, 0, a,
-					      CALIB_BYTES,
-					      COOP_COPY_TO_PEER) >= 0) {
+		if (reg && coop_copy_chunk(ctx, ctx->rank, &key, 0, a,
+					   CALIB_BYTES, COOP_COPY_TO_PEER, 0,
+					   NULL) >= 0) {
 			t = coop_now_ns() - t;
 			cma = COOP_MIN(cma, t);
 		}

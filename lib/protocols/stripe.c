@@ -73,8 +73,8 @@ static uint64_t time_cpu_copy(struct coop_context *ctx, char *src,
 {
 	uint64_t t0 = coop_now_ns();
 
-	*path = coop_copy_like_job(ctx, ctx->rank, key, 0, src, len,
-				   COOP_COPY_TO_PEER);
+	*path = coop_copy_chunk(ctx, ctx->rank, key, 0, src, len,
+				COOP_COPY_TO_PEER, 0, NULL);
 	return *path == COPY_FAILED ? UINT64_MAX : coop_now_ns() - t0;
 }
 
