@@ -9,7 +9,7 @@
 #   make check-full   the same, then every heavy suite (scripts/check.sh
 #                     --list shows each stage's tier)
 #   make bench        the full benchmark suite (bench/results/full/)
-#   make bench-quick  headline numbers in ~3-4 min, ending in key=value lines
+#   make bench-quick  headline numbers in ~4-5 min, ending in key=value lines
 #   make bench-patterns  collective patterns and 3-D stencil per protocol
 #                     (bench/results/patterns/; BENCH_VM=1: also in the VM)
 #   make bench-nodes  bandwidth inside a node and between two simulated

@@ -16,7 +16,7 @@
 #          bench/results/full/: one CSV per benchmark, summary.md,
 #          latency.png, bw.png, bibw.png, overlap.png.  ~11 min on 2
 #          quiet cores (3 interleaved rounds + 2 VM boots).
-#   quick  (make bench-quick) the headline numbers in ~3-4 min: the runs
+#   quick  (make bench-quick) the headline numbers in ~4-5 min: the runs
 #          behind each ratio are interleaved, round after round, and every
 #          ratio is the median of its per-round ratios, so drift of the
 #          machine cancels.  Ends with key=value lines on stdout.
@@ -50,7 +50,7 @@
 #   BENCH_PEERS=0      skip Open MPI, MPICH and ucx_perftest
 #   BENCH_ROUNDS=N     quick mode rounds (default 7)
 #   BENCH_EXCHANGE_ROUNDS=N  rounds of the exchanges in quick and exchange
-#                      modes (default 15)
+#                      modes (default 30 in quick, 15 in exchange)
 #   BENCH_FULL_ROUNDS=N  full mode rounds (default 3)
 #   BENCH_PATTERN_ROUNDS=N  patterns mode rounds (default 15)
 #   BENCH_WAIT_MAX=S   before measuring (full, quick), wait up to S seconds
@@ -441,10 +441,10 @@ plan_quick_lines() {
 }
 
 plan_quick() {
-	local r rounds=${BENCH_ROUNDS:-7} xrounds=${BENCH_EXCHANGE_ROUNDS:-15} i
+	local r rounds=${BENCH_ROUNDS:-7} xrounds=${BENCH_EXCHANGE_ROUNDS:-30} i
 	local -a names=() lines=()
 	[[ $rounds =~ ^[1-9][0-9]*$ ]] || rounds=7
-	[[ $xrounds =~ ^[1-9][0-9]*$ ]] || xrounds=15
+	[[ $xrounds =~ ^[1-9][0-9]*$ ]] || xrounds=30
 	for ((r = 1; r <= (rounds > xrounds ? rounds : xrounds); r++)); do
 		names=() lines=()
 		((r <= rounds)) && plan_quick_lines
@@ -469,7 +469,9 @@ plan_quick() {
 # NAME-again): the default against itself is the noise floor the coop
 # ratios are read against.  Every size sends about 64 MiB a rank and
 # repeat (-b; at least one iteration: bibw's window of 16 MiB messages
-# is 256 MiB), so 64 KiB is measured about as long as 4 MiB.
+# is 256 MiB), so 64 KiB is measured about as long as 4 MiB.  One repeat
+# a launch: the spread is from launch to launch (repeats within one
+# agree to a few per cent), so the time goes to more launches.
 plan_quick_exchange() {
 	# the sizes of the keys (bench/lib/report.sh), comma-separated
 	local z=${exchange_sizes// /,} series runner t opts again s
@@ -478,7 +480,7 @@ plan_quick_exchange() {
 		again=
 		[[ $series == *-* ]] || again=$series-again
 		for t in bibw ring; do
-			opts="-t $t -r 3 -b 64m"
+			opts="-t $t -r 1 -b 64m"
 			[[ $t == bibw ]] && opts+=" -w 16"
 			for s in $series $again; do
 				names+=("q-$t-$s") lines+=("$t $s $z $runner $opts ${z//,/ }")

@@ -692,7 +692,7 @@ keys_quick() {
 	{
 		echo "# coopmpi quick benchmark"
 		echo
-		echo "$(machine); \`bench/run-suite.sh quick\`, ${BENCH_ROUNDS:-7} interleaved rounds (the exchanges ${BENCH_EXCHANGE_ROUNDS:-15}), medians."
+		echo "$(machine); \`bench/run-suite.sh quick\`, ${BENCH_ROUNDS:-7} interleaved rounds (the exchanges ${BENCH_EXCHANGE_ROUNDS:-30}, one repeat a launch), medians."
 		print_notes
 		echo
 		echo '```'
