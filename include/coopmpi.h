@@ -498,7 +498,8 @@ typedef struct coop_stats {
 	uint64_t received[COOP_PROTOCOL_COUNT];	/* completed receives */
 	uint64_t copy_jobs;	/* rendezvous in which this CPU copied */
 	uint64_t copy_bytes;	/* bytes this CPU copied (rendezvous) */
-	uint64_t copy_ns;	/* time this CPU spent in those copies */
+	uint64_t copy_ns;	/* time this CPU spent in those copies
+				 * (but coop_xfer_copy's, not timed) */
 	uint64_t offload_bytes;	/* bytes given to the offload engine */
 	uint64_t sleeps;	/* sleeps of blocked calls (COOP_SLEEP_US) */
 	uint64_t backlog_peak;	/* most packets waiting at once for full

@@ -498,6 +498,8 @@ struct coop_context {
 	int nconnected;		/* peers connected, ourselves included */
 	uint64_t node_cpus[COOP_SEG_CPU_WORDS];	/* theirs, together */
 	unsigned empty_polls;
+	uint64_t hist_deferred;	/* copied in calls, not yet in the copy
+				 * history (load.c) */
 	unsigned deaths;	/* peers marked dead, not yet handled */
 	int event_armed;	/* the provider's event fd is armed */
 	uint64_t last_check_ns;
@@ -793,6 +795,9 @@ COOP_HIDDEN uint64_t coop_load_score(struct coop_context *ctx, int rank,
 /* This rank copied n bytes at time now (its history). */
 COOP_HIDDEN void coop_load_history_add(struct coop_context *ctx, uint64_t n,
 				       uint64_t now);
+/* The same for n bytes copied in a call: added with a later update. */
+COOP_HIDDEN void coop_load_history_defer(struct coop_context *ctx,
+					 uint64_t n);
 /* One of our copies for our own transfers, with peer's region, starts
  * or ends; whether rank copies for itself now or is in an exchange
  * (started one within COOP_LOAD_BUSY_MS while its source did too). */

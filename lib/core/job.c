@@ -225,15 +225,6 @@ static uint64_t job_claim(struct coop_job *j, uint64_t *n, int may_help)
 	return off;
 }
 
-/* A copy of bytes that began at t0 ends: its time and the copy history. */
-static void copy_timed(struct coop_context *ctx, uint64_t bytes, uint64_t t0)
-{
-	uint64_t t1 = coop_now_ns();
-
-	ctx->stats.copy_ns += t1 - t0;
-	coop_load_history_add(ctx, bytes, t1);
-}
-
 /* Copy [off, off + n) of j with the state lock let go (other threads
  * copy other chunks meanwhile): the provider's result. */
 static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
@@ -241,7 +232,7 @@ static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
 {
 	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
 						       COOP_COPY_TO_PEER;
-	uint64_t t0 = coop_now_ns();
+	uint64_t t0 = coop_now_ns(), t1;
 	ssize_t rc;
 
 	j->copying = 1;
@@ -250,7 +241,9 @@ static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
 		       COPY_BY_WINDOW;
 	j->copying = 0;
 	j->windowed |= j->by_window;
-	copy_timed(ctx, rc < 0 ? 0 : n, t0);
+	t1 = coop_now_ns();
+	ctx->stats.copy_ns += t1 - t0;
+	coop_load_history_add(ctx, rc < 0 ? 0 : n, t1);
 	return rc;
 }
 
@@ -399,19 +392,20 @@ static int job_pass(struct coop_context *ctx, int may_help)
 /*
  * A copy in the call (coop_xfer_copy: a message the caller's CPU copies
  * alone, as CMA does) is no job: no other side claims its chunks and no
- * progress step resumes it, and building and accounting a job around a
- * copy of a few microseconds was a sizeable part of its latency.  It
- * ends before any peer could weigh it: it counts in the totals, the
- * statistics and the copy history, never as pending load or as an own
- * copy in flight (charging and discharging those shared counters cost
- * the caller more than CMA's whole overhead for the same single copy).
+ * progress step resumes it.  It ends before any peer could weigh it: it
+ * counts in the totals, the statistics and (in batches) the copy
+ * history, never as pending load or as an own copy in flight, and it is
+ * not timed (copy_ns): charging and discharging those shared counters
+ * cost the caller more than CMA's whole overhead for the same single
+ * copy, and two clock reads and a history update a few per cent of a
+ * 16-64 KiB one.
  */
 int coop_job_copy_now(struct coop_context *ctx, const struct coop_job_args *a)
 {
 	enum coop_copy_dir dir = a->kind == JOB_READ ? COOP_COPY_FROM_PEER :
 						       COOP_COPY_TO_PEER;
 	uint64_t chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
-	uint64_t done = 0, copied = 0, n, t0 = coop_now_ns();
+	uint64_t done = 0, copied = 0, n;
 	int totals = job_counts_totals(ctx, a->kind), windowed = 0;
 	int err = COOP_SUCCESS, by_window;
 	ssize_t rc;
@@ -427,7 +421,7 @@ int coop_job_copy_now(struct coop_context *ctx, const struct coop_job_args *a)
 		copied += rc < 0 ? 0 : n;
 		err = chunk_count(ctx, a->peer, n, rc, by_window, totals);
 	}
-	copy_timed(ctx, copied, t0);
+	coop_load_history_defer(ctx, copied);
 	if (!err && windowed && window_owner_gone(ctx, a->peer))
 		err = COOP_ERR_PEER_DEAD;
 	if (ctx->load && totals)

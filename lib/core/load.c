@@ -35,9 +35,29 @@ void coop_load_history_add(struct coop_context *ctx, uint64_t n,
 
 	if (!half || !h)
 		return;
-	v = decay(h->hist_bytes, now - h->hist_ns, half) + n;
+	v = decay(h->hist_bytes, now - h->hist_ns, half) + n +
+	    ctx->hist_deferred;
+	ctx->hist_deferred = 0;
 	__atomic_store_n(&h->hist_bytes, v, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->hist_ns, now, __ATOMIC_RELAXED);
+}
+
+/*
+ * Copies in the call (job.c: coop_job_copy_now) enter the history in
+ * batches of HIST_BATCH bytes, or with the next job's chunk: an update
+ * reads the clock, a noticeable share of a 16 KiB copy's cost, while the
+ * history weighs COOP_LOAD_HISTORY_MS of copying (a batch is microseconds
+ * of it).
+ */
+#define HIST_BATCH (256u << 10)
+
+void coop_load_history_defer(struct coop_context *ctx, uint64_t n)
+{
+	if (!ctx->cfg.load_history_ns || !ctx->seg.hdr)
+		return;
+	ctx->hist_deferred += n;
+	if (ctx->hist_deferred >= HIST_BATCH)
+		coop_load_history_add(ctx, 0, coop_now_ns());
 }
 
 static uint64_t history(const struct coop_seg_hdr *h, uint64_t half,
