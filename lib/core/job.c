@@ -225,13 +225,18 @@ static uint64_t job_claim(struct coop_job *j, uint64_t *n, int may_help)
 	return off;
 }
 
+/* Which way a READ or WRITE job's bytes go. */
+static enum coop_copy_dir job_dir(int kind)
+{
+	return kind == JOB_READ ? COOP_COPY_FROM_PEER : COOP_COPY_TO_PEER;
+}
+
 /* Copy [off, off + n) of j with the state lock let go (other threads
  * copy other chunks meanwhile): the provider's result. */
 static ssize_t job_copy(struct coop_context *ctx, struct coop_job *j,
 			uint64_t off, uint64_t n)
 {
-	enum coop_copy_dir dir = j->kind == JOB_READ ? COOP_COPY_FROM_PEER :
-						       COOP_COPY_TO_PEER;
+	enum coop_copy_dir dir = job_dir(j->kind);
 	uint64_t t0 = coop_now_ns(), t1;
 	ssize_t rc;
 
@@ -402,8 +407,7 @@ static int job_pass(struct coop_context *ctx, int may_help)
  */
 int coop_job_copy_now(struct coop_context *ctx, const struct coop_job_args *a)
 {
-	enum coop_copy_dir dir = a->kind == JOB_READ ? COOP_COPY_FROM_PEER :
-						       COOP_COPY_TO_PEER;
+	enum coop_copy_dir dir = job_dir(a->kind);
 	uint64_t chunk = a->chunk ? a->chunk : ctx->cfg.chunk;
 	uint64_t done = 0, copied = 0, n;
 	int totals = job_counts_totals(ctx, a->kind), windowed = 0;

@@ -133,7 +133,7 @@ enum coop_copy_path coop_copy_chunk(struct coop_context *ctx, int peer,
 				    enum coop_copy_dir dir, int unlock,
 				    ssize_t *rc)
 {
-	int to_peer = dir == COOP_COPY_TO_PEER, copied = 0, dropped = 0;
+	int to_peer = dir == COOP_COPY_TO_PEER, copied, dropped = 0;
 	struct iovec iov = { local, n };
 	struct coop_window *w = NULL;
 	ssize_t r;
