@@ -34,7 +34,8 @@
 #          provider (emulated).  ~2 min.  summary.md: time per protocol,
 #          auto vs the best static protocol, copies per rank.
 #   exchange  full's exchange section alone, measured as bench-quick's
-#          exchanges are: bibw, ring and alltoall of each MPI's default and
+#          exchanges are (one launch per series and round, but 3 repeats
+#          a launch): bibw, ring and alltoall of each MPI's default and
 #          the same program through coop, 16 KiB .. 16 MiB, 2 ranks each
 #          size 64 MiB a rank and repeat (4 ranks: as full),
 #          BENCH_EXCHANGE_ROUNDS interleaved rounds (default 15, ~90 s
