@@ -164,6 +164,17 @@ COOP_API int coop_xfer_copy(coop_context_t *ctx, const coop_xfer_params_t *p);
 COOP_API int coop_xfer_engine(coop_context_t *ctx, const char **name);
 
 /*
+ * coop_xfer_addr_keys - may a peer's memory be named without the peer
+ * registering it?  1: any address range of a connected peer is a key as
+ * it is, { .cookie = address, .length = bytes }, for coop_xfer_copy and
+ * coop_xfer_start (the shm provider, whose copies go by address with the
+ * permission of process_vm_readv, which every peer of the domain has
+ * anyway).  0: only the keys of the peer's coop_mem_reg (the coopmpi
+ * driver, which copies between registered regions), or ctx NULL.
+ */
+COOP_API int coop_xfer_addr_keys(const coop_context_t *ctx);
+
+/*
  * coop_xfer_slot_alloc - a work slot in our shared segment for a
  * cooperative copy of len bytes with peer: we (the reader, GET) take
  * [0, split), the peer (PUT) [split, len).  It holds two references:

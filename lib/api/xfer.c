@@ -232,6 +232,11 @@ int coop_xfer_engine(coop_context_t *ctx, const char **name)
 	return ctx && ctx->proto && coop_dma_open(ctx, name);
 }
 
+int coop_xfer_addr_keys(const coop_context_t *ctx)
+{
+	return ctx && (ctx->prov.caps & COOP_PROV_CAP_ADDR_KEYS);
+}
+
 static int xfer_slot_alloc_locked(coop_context_t *ctx, int peer, size_t len,
 				  size_t split, uint32_t *slot)
 {

@@ -328,6 +328,7 @@ static int shm_open_ep(struct coop_provider *p, uint64_t job_key, int rank,
 	if (!s->peers)
 		return -ENOMEM;
 	p->rx = &s->own;
+	p->caps |= COOP_PROV_CAP_ADDR_KEYS;	/* shm_reg's cookie: the address */
 	rc = create_ring(s, rank, p->ring_slots ? p->ring_slots : 1024);
 	/* a dynamic domain's boxes would outlive the endpoints that
 	 * claimed them: its peers use the ring */

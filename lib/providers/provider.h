@@ -242,6 +242,11 @@ enum coop_engine_choice {
  * is, reg_refresh renews), so it stays right for whatever memory is at
  * them later: it may be kept and used again (core's registration cache). */
 #define COOP_PROV_CAP_REG_BY_ADDRESS (1u << 1)
+/* Any address range of a peer is a key as it is ({ cookie = address,
+ * length }): copy() and windows go by address, with the permission the
+ * peer's process gives (process_vm_readv's), so a peer's memory needs no
+ * registration to be named (coop_xfer_addr_keys). */
+#define COOP_PROV_CAP_ADDR_KEYS (1u << 2)
 
 struct coop_provider {
 	const struct coop_provider_ops *ops;

@@ -171,10 +171,19 @@ static ucs_status_t zcopy_admit(const uct_coop_ep_t *ep,
 	return UCS_OK;
 }
 
-static void xfer_params(coop_xfer_params_t *p, const uct_coop_ep_t *ep,
-			unsigned dir, const uct_iov_t *iov,
-			uint64_t remote_addr, const uct_coop_rkey_t *rk)
+/*
+ * p for a zcopy of iov with the peer's memory at remote_addr: UCS_OK, or
+ * UCS_ERR_INVALID_PARAM for no rkey where keys are registrations.  Where
+ * addresses are keys the md does not ask UCP for rkeys (md.c), UCP
+ * passes UCT_INVALID_RKEY and the remote range is the key.
+ */
+static ucs_status_t xfer_params(coop_xfer_params_t *p,
+				const uct_coop_ep_t *ep, unsigned dir,
+				const uct_iov_t *iov, uint64_t remote_addr,
+				uct_rkey_t rkey)
 {
+	const uct_coop_rkey_t *rk = (const uct_coop_rkey_t *)rkey;
+
 	memset(p, 0, sizeof(*p));
 	p->size = sizeof(*p);
 	p->flags = dir;
@@ -182,9 +191,19 @@ static void xfer_params(coop_xfer_params_t *p, const uct_coop_ep_t *ep,
 	p->slot = COOP_XFER_NO_SLOT;
 	p->local = iov->buffer;
 	p->len = iov_bytes(iov);
-	p->key.cookie = rk->cookie;
-	p->key.length = rk->length;
-	p->offset = remote_addr - rk->base;
+	if (rkey != UCT_INVALID_RKEY) {
+		p->key.cookie = rk->cookie;
+		p->key.length = rk->length;
+		p->offset = remote_addr - rk->base;
+	} else if (uct_coop_ep_iface(ep)->md->addr_keys) {
+		p->key.cookie = remote_addr;
+		p->key.length = p->len;
+	} else {
+		ucs_error("coop: a zcopy without an rkey (provider %s)",
+			  coop_provider_name(uct_coop_ep_iface(ep)->md->ctx));
+		return UCS_ERR_INVALID_PARAM;
+	}
+	return UCS_OK;
 }
 
 /*
@@ -291,8 +310,9 @@ ucs_status_t uct_coop_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	status = zcopy_admit(ep, iov, iovcnt, &empty);
 	if (status != UCS_OK || empty)
 		return status;
-	xfer_params(&p, ep, COOP_XFER_GET, iov, remote_addr,
-		    (const uct_coop_rkey_t *)rkey);
+	status = xfer_params(&p, ep, COOP_XFER_GET, iov, remote_addr, rkey);
+	if (status != UCS_OK)
+		return status;
 	ask_help(iface, &p, iov, &taken);
 	if (copy_now(iface, &p))
 		return copy(iface->md, &p);
@@ -361,8 +381,9 @@ ucs_status_t uct_coop_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 	status = zcopy_admit(ep, iov, iovcnt, &empty);
 	if (status != UCS_OK || empty)
 		return status;
-	xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr,
-		    (const uct_coop_rkey_t *)rkey);
+	status = xfer_params(&p, ep, COOP_XFER_PUT, iov, remote_addr, rkey);
+	if (status != UCS_OK)
+		return status;
 	p.flags |= put_flags(iface, p.len);
 	if (copy_now(iface, &p))
 		return copy(iface->md, &p);
@@ -428,6 +449,24 @@ static int md_busy(uct_coop_md_t *md)
 }
 
 /*
+ * Our memory that a reader's HELP names, or NULL.  Where keys are
+ * registrations, only a region of ours, as its rkey named it.  Where
+ * addresses are keys the reader names our buffer by its address (UCP
+ * registered nothing): a peer of the domain may read all our memory
+ * anyway (process_vm_readv), and what we copy from it goes only to the
+ * reader.
+ */
+static void *help_source(uct_coop_md_t *md, const struct coop_help *h)
+{
+	uct_coop_memh_t *m;
+
+	if (md->addr_keys)
+		return (void *)(uintptr_t)(h->src_cookie + h->src_off);
+	m = uct_coop_md_find_reg(md, h->src_cookie, h->src_off, h->len);
+	return m ? (char *)m->addr + h->src_off : NULL;
+}
+
+/*
  * The writer's part of a peer's cooperative GET.  A writer with copies of
  * its own in flight or just done (both ranks sending at once: an
  * exchange, a ring) has no idle CPU to give: it declines at once, and the
@@ -436,8 +475,7 @@ static int md_busy(uct_coop_md_t *md)
 static void help_peer_read(uct_coop_md_t *md, int src,
 			   const struct coop_help *h)
 {
-	uct_coop_memh_t *m = uct_coop_md_find_reg(md, h->src_cookie,
-						  h->src_off, h->len);
+	void *source = help_source(md, h);
 	coop_xfer_params_t p = {
 		.size = sizeof(p), .flags = COOP_XFER_PUT, .peer = src,
 		.slot = h->slot, .len = h->len,
@@ -446,9 +484,8 @@ static void help_peer_read(uct_coop_md_t *md, int src,
 	};
 	struct coop_help done = { .type = UCT_COOP_MSG_DONE, .slot = h->slot };
 
-	if (m && !md_busy(md)) {	/* only from a region of ours, as its
-					 * rkey named it */
-		p.local = (char *)m->addr + h->src_off;
+	if (source && !md_busy(md)) {
+		p.local = source;
 		if (start_op(md, NULL, &p, NULL, NULL) == UCS_INPROGRESS)
 			return;	/* DONE when the job ends */
 	}

@@ -141,6 +141,57 @@ static int single_rank(coop_context_t *ctx, int rank, int size, void *arg)
 }
 
 /*
+ * Keys without registering: rank 1 sends the address of a buffer it did
+ * not register.  With the shm provider (coop_xfer_addr_keys) rank 0 reads
+ * it, in the call and by a job, and writes into it; with the driver the
+ * key names no region, which the copy reports as it does a region that
+ * went with its owner.
+ */
+static int addr_keys_rank(coop_context_t *ctx, int rank, int size, void *arg)
+{
+	char *buf = malloc(LEN), *mine = malloc(LEN);
+	struct ctl c = { .slot = COOP_XFER_NO_SLOT };
+	coop_xfer_params_t p = {
+		.size = sizeof(p), .flags = COOP_XFER_GET, .peer = 1,
+		.slot = COOP_XFER_NO_SLOT, .local = mine, .len = LEN,
+	};
+	int by_addr = coop_xfer_addr_keys(ctx), rc;
+
+	(void)size, (void)arg;
+	T_ASSERT(by_addr == !strcmp(coop_provider_name(ctx), "shm") &&
+		 !coop_xfer_addr_keys(NULL), "addr keys %d with provider %s",
+		 by_addr, coop_provider_name(ctx));
+	if (rank == 1) {
+		t_fill(buf, LEN, 7);
+		c.key.cookie = (uint64_t)(uintptr_t)buf;
+		c.key.length = LEN;
+		ctl_send(ctx, 0, &c);
+		ctl_recv(ctx, 0, &c);	/* done */
+		if (by_addr)
+			T_ASSERT(t_check(buf, LEN, 9) < 0, "PUT data");
+	} else {
+		ctl_recv(ctx, 1, &c);
+		p.key = c.key;
+		if (!by_addr) {	/* no region by that cookie: as a gone one */
+			rc = coop_xfer_copy(ctx, &p);
+			T_ASSERT(rc == COOP_ERR_PEER_DEAD,
+				 "an unregistered key: %s", coop_strerror(rc));
+		} else {
+			T_OK(coop_xfer_copy(ctx, &p));
+			T_ASSERT(t_check(mine, LEN, 7) < 0, "GET data");
+			t_fill(mine, LEN, 9);
+			T_ASSERT(run_job(ctx, COOP_XFER_PUT, 1, mine, &c.key,
+					 0, COOP_XFER_NO_SLOT) == LEN,
+				 "the job copied everything");
+		}
+		ctl_send(ctx, 1, &c);
+	}
+	free(mine);
+	free(buf);
+	return 0;
+}
+
+/*
  * Cooperative: rank 0 reads (owns the slot, takes [0, split)), rank 1
  * writes; arg nonzero: the writer never starts its job, the reader
  * copies everything.  Each chunk is copied once; the slot is free after
@@ -1069,6 +1120,7 @@ static const struct {
 	{ busy_peer_rank, NULL, env_busy_hour },
 	{ exchange_rank, NULL, env_busy_hour },
 	{ args_rank, NULL, NULL },
+	{ addr_keys_rank, NULL, NULL },
 };
 
 /* Each case: three ranks running fn, the dynamic domain their own. */
