@@ -3,7 +3,8 @@
  * md.c - the "coop" component and memory domain.
  *
  * One md is one endpoint of a libcoopmpi node domain (COOP_INIT_DYNAMIC),
- * created at first use: registrations are its regions (the driver's with
+ * created at the first query (whether UCP must carry rkeys depends on
+ * the provider it opens): registrations are its regions (the driver's with
  * the kmod provider, plain addresses with shm), and its interfaces
  * connect, message and copy through it.  The domain is the job's, so that
  * ranks of different jobs never reach each other: UCX_COOP_DOMAIN names
