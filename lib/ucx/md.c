@@ -329,8 +329,8 @@ static ucs_status_t uct_coop_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 	 * only a reader that asks the writer's help needs its buffer to be
 	 * a region; ep.c registers that one itself.  UCT_MD_FLAG_NEED_RKEY
 	 * only where keys are registrations (the driver): where addresses
-	 * are keys, UCP's registering every send buffer and packing,
-	 * unpacking and resolving its rkey cost a 64 KiB exchange 5-10 %.
+	 * are keys, UCP would register every send buffer and pack, unpack
+	 * and resolve an rkey that says no more than the address does.
 	 */
 	attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC;
 	if (!uct_coop_md_ctx(md) || !md->addr_keys)
