@@ -64,7 +64,6 @@ typedef struct uct_coop_md {
 	uint64_t node;		/* coop_reach_id(): whom it can connect */
 	uint32_t wire;		/* ... and speaking which wire version */
 	coop_context_t *ctx;	/* its dynamic endpoint, at first query */
-	int addr_keys;		/* ctx's addresses are keys: no rkeys */
 	ucs_list_link_t regs;
 	unsigned nunused;	/* cached registrations without refs */
 	ucs_list_link_t ops;

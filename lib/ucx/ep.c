@@ -183,6 +183,7 @@ static ucs_status_t xfer_params(coop_xfer_params_t *p,
 				uct_rkey_t rkey)
 {
 	const uct_coop_rkey_t *rk = (const uct_coop_rkey_t *)rkey;
+	coop_context_t *ctx = uct_coop_ep_iface(ep)->md->ctx;
 
 	memset(p, 0, sizeof(*p));
 	p->size = sizeof(*p);
@@ -195,12 +196,12 @@ static ucs_status_t xfer_params(coop_xfer_params_t *p,
 		p->key.cookie = rk->cookie;
 		p->key.length = rk->length;
 		p->offset = remote_addr - rk->base;
-	} else if (uct_coop_ep_iface(ep)->md->addr_keys) {
+	} else if (coop_xfer_addr_keys(ctx)) {
 		p->key.cookie = remote_addr;
 		p->key.length = p->len;
 	} else {
 		ucs_error("coop: a zcopy without an rkey (provider %s)",
-			  coop_provider_name(uct_coop_ep_iface(ep)->md->ctx));
+			  coop_provider_name(ctx));
 		return UCS_ERR_INVALID_PARAM;
 	}
 	return UCS_OK;
@@ -460,7 +461,7 @@ static void *help_source(uct_coop_md_t *md, const struct coop_help *h)
 {
 	uct_coop_memh_t *m;
 
-	if (md->addr_keys)
+	if (coop_xfer_addr_keys(md->ctx))
 		return (void *)(uintptr_t)(h->src_cookie + h->src_off);
 	m = uct_coop_md_find_reg(md, h->src_cookie, h->src_off, h->len);
 	return m ? (char *)m->addr + h->src_off : NULL;

@@ -110,7 +110,6 @@ coop_context_t *uct_coop_md_ctx(uct_coop_md_t *md)
 		md->ctx = NULL;
 		return NULL;
 	}
-	md->addr_keys = coop_xfer_addr_keys(md->ctx);
 	coop_msg_set_handler(md->ctx, uct_coop_md_msg, md);
 	coop_msg_set_data_handler(md->ctx, uct_coop_md_data_msg, md);
 	coop_msg_set_peer_handler(md->ctx, uct_coop_md_peer_gone, md);
@@ -333,7 +332,7 @@ static ucs_status_t uct_coop_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 	 * and resolve an rkey that says no more than the address does.
 	 */
 	attr->cap.flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC;
-	if (!uct_coop_md_ctx(md) || !md->addr_keys)
+	if (!coop_xfer_addr_keys(uct_coop_md_ctx(md)))
 		attr->cap.flags |= UCT_MD_FLAG_NEED_RKEY;
 	attr->cap.reg_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 	attr->cap.alloc_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
