@@ -48,7 +48,7 @@ static ucs_config_field_t uct_coop_iface_config_table[] = {
 
 	{"HYBRID_MIN", "1m",
 	 "Smaller GET_ZCOPY operations (and PUT_ZCOPY by the CPU) are copied\n"
-	 "by the initiator alone, in the call, as cma copies; from this size\n"
+	 "by the initiator alone, in the call; from this size\n"
 	 "on the writer helps (COOP-p2p, split by the load counters),\n"
 	 "as libcoopmpi's COOP_HYBRID_MIN.  Its old name, UCX_COOP_COOP_MIN,\n"
 	 "still sets it, with a warning.",
